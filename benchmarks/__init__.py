@@ -1,0 +1,1 @@
+"""Public benchmark model suite: small, deterministic, randomly initialised reference models."""

@@ -1,0 +1,1 @@
+"""The compiler: frontends -> IR -> (search -> schedule -> backends -> artifact) -> runtime."""

@@ -1,0 +1,46 @@
+"""Frontends: source models -> IR.  `load_model` picks one by file type.
+
+ONNX files (`.onnx`) go to `frontend.onnx`; ExportedProgram archives written by
+`torch.export.save` (`.pt2`) go to `frontend.torch`.  Pickled PyTorch files are refused:
+unpickling runs arbitrary code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from luminal.compiler.frontend.model import LoadedModel
+from luminal.errors import UsageError
+
+PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".tar")
+
+EXPORT_HINT = (
+    "export it instead: ep = torch.export.export(model.eval(), example_args); "
+    "torch.export.save(ep, 'model.pt2') -- or torch.onnx.export(model, example_args, 'model.onnx')"
+)
+
+
+def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> LoadedModel:
+    """Load the model file at `path` into the IR."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
+        raise UsageError(
+            f"{file}: refusing to unpickle a '{suffix}' file (it can run arbitrary code); {EXPORT_HINT}"
+        )
+    if not file.exists():
+        raise UsageError(f"{file}: no such model file")
+    if suffix == ".pt2":
+        from luminal.compiler.frontend import torch as torch_frontend
+
+        return torch_frontend.load_exported(file)
+    if suffix == ".onnx":
+        from luminal.compiler.frontend import onnx as onnx_frontend
+
+        return onnx_frontend.load(file, dims)
+    raise UsageError(f"{file}: unknown model type '{suffix or '(none)'}'; expected .onnx or .pt2")
+
+
+__all__ = ["LoadedModel", "load_model"]

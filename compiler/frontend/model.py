@@ -1,0 +1,19 @@
+"""What every frontend returns: the IR graph plus facts about the source model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from luminal.compiler.ir import Graph
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    graph: Graph
+    source: str  # file path, or a description such as "torch.nn.Module MLP"
+    format: str  # "onnx" | "torch"
+    source_ops: Mapping[str, int] = field(default_factory=dict)  # op histogram of the source
+    parameters: int = 0  # elements in the source model's weights
+    opset: int | None = None
+    producer: str = ""
