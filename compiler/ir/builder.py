@@ -57,8 +57,8 @@ class GraphBuilder:
         if dtype is not None:
             arr = arr.astype(dtype.np)
         dt = DType.from_numpy(arr.dtype)
-        arr = np.ascontiguousarray(arr)
-        arr.flags.writeable = False
+        arr = (arr if arr.flags.c_contiguous else arr.copy(order="C")).view()
+        arr.flags.writeable = False  # a read-only view: folding and passes never mutate
         key = name if name is not None and name not in self._consts else f"const{len(self._consts)}"
         if arr.size <= 16 and name is None:  # share small constants (scalars, shapes)
             cache_key = ("const", dt, arr.shape, arr.tobytes())

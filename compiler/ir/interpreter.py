@@ -43,7 +43,7 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]
             srcs = [values[s] for s in node.src]
             values[i] = eval_op(node.op, node.arg, node.shape, node.dtype, srcs)
             _release(values, remaining, node.src)
-    return {name: np.ascontiguousarray(values[i]) for name, i in graph.outputs}
+    return {name: np.array(values[i], order="C") for name, i in graph.outputs}
 
 
 def eval_op(op: Op, arg: Any, shape: Shape, dtype: DType, srcs: Sequence[np.ndarray]) -> np.ndarray:

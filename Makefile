@@ -1,0 +1,42 @@
+# make demo : set up .venv and run the main job on the bundled example model
+# make test : set up .venv, lint, and run the test suite
+# make slow : the slow tests as well (full model suite through both frontends)
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.luminal-installed
+EXAMPLE := examples/mlp.onnx
+
+.PHONY: setup demo test slow lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"luminal needs Python 3.11, found {sys.version.split()[0]} at {sys.executable}"'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch is pinned in the dev extra (==2.13.0) so pip takes the CPU build
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+$(EXAMPLE): benchmarks/models.py | $(STAMP)
+	$(PY) -m benchmarks.models --export mlp -o $(EXAMPLE)
+
+demo: $(STAMP) $(EXAMPLE)
+	$(VENV)/bin/luminal devices
+	$(VENV)/bin/luminal inspect $(EXAMPLE)
+	$(VENV)/bin/luminal run $(EXAMPLE) --reference --compare onnxruntime
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest -q
+
+slow: lint
+	$(PY) -m pytest -q -m "slow or not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) *.egg-info

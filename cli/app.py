@@ -1,0 +1,76 @@
+"""The `luminal` command.  Commands are thin: parse, call the library, print.
+
+Errors a user can act on (`luminal.errors.LuminalError`) become one line on stderr and
+the documented exit code (docs/cli.md); `-v` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated, Any
+
+import typer
+from luminal._version import __version__
+from luminal.cli import devices, inspect, run
+from luminal.errors import LuminalError
+from typer.core import TyperGroup
+
+
+class _Group(TyperGroup):
+    """Turns LuminalError raised by any command into one line and its exit code."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LuminalError as err:
+            if ctx.obj and ctx.obj.get("verbose"):
+                traceback.print_exc()
+            typer.echo(f"error: {err}", err=True)
+            ctx.exit(err.exit_code)
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="luminal",
+    help="Compile ONNX and PyTorch models for this machine, and prove the speed-up.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"luminal {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show tracebacks and details.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = {"verbose": verbose}
+
+
+app.command("inspect")(inspect.inspect_cmd)
+app.command("run")(run.run_cmd)
+app.command("devices")(devices.devices_cmd)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(app(prog_name="luminal"))

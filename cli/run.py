@@ -1,0 +1,163 @@
+"""`luminal run MODEL`: run a model on given or seeded inputs, optionally against an oracle."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from luminal.cli.options import DimOption, JsonOption, parse_dims
+from luminal.compiler.frontend import load_model
+from luminal.compiler.inputs import random_inputs, read_inputs
+from luminal.compiler.ir import interpreter
+from luminal.errors import InvalidResult, UsageError
+from luminal.metering.oracles import ORACLES, run_oracle
+from luminal.metering.parity import DEFAULT_ATOL, DEFAULT_RTOL, Parity, compare
+from rich.console import Console
+from rich.table import Table
+
+
+def run_cmd(
+    model: Annotated[Path, typer.Argument(help="An .onnx file or a .pt2 ExportedProgram.")],
+    input: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input", "-i", help="NAME=FILE.npy, or one FILE.npz with every input (repeatable)."
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed for made-up inputs when --input is not given.")
+    ] = 0,
+    reference: Annotated[
+        bool,
+        typer.Option(
+            "--reference",
+            help="Run on the numpy reference interpreter (the only engine until the CPU backend lands).",
+        ),
+    ] = True,
+    compare_with: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help=f"Also run an oracle on the same inputs and check parity: {', '.join(ORACLES)}.",
+        ),
+    ] = None,
+    rtol: Annotated[float, typer.Option(help="Relative tolerance for --compare.")] = DEFAULT_RTOL,
+    atol: Annotated[float, typer.Option(help="Absolute tolerance for --compare.")] = DEFAULT_ATOL,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="Save each output as NAME.npy here.")
+    ] = None,
+    dim: DimOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a model and print its outputs; with --compare, check them against an oracle.
+
+    Exit code 5 when --compare finds outputs outside tolerance.
+
+    Examples:
+
+      luminal run model.onnx --input x=x.npy --reference
+
+      luminal run model.onnx --compare onnxruntime -o outputs/
+    """
+    loaded = load_model(model, parse_dims(dim))
+    specs = loaded.graph.input_specs()
+    feeds = read_inputs(input, specs) if input else random_inputs(specs, seed)
+    outputs = interpreter.run(loaded.graph, feeds)
+    parity = (
+        compare(outputs, run_oracle(compare_with, model, feeds), rtol, atol)
+        if compare_with
+        else None
+    )
+    if output_dir is not None:
+        save_outputs(outputs, output_dir)
+    if as_json:
+        typer.echo(json.dumps(_json(outputs, parity, compare_with, input is None, seed), indent=2))
+    else:
+        _print(Console(), outputs, parity, compare_with)
+    if parity is not None and not parity.ok:
+        bad = [o.name for o in parity.outputs if not o.ok]
+        raise InvalidResult(
+            f"outputs {bad} disagree with {compare_with} beyond rtol {rtol:g}, atol {atol:g}"
+        )
+
+
+def save_outputs(outputs: dict[str, np.ndarray], directory: Path) -> None:
+    """Write NAME.npy per output; each file appears whole or not at all."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{directory}: cannot create output folder ({err.strerror})") from None
+    for name, array in outputs.items():
+        target = directory / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.npy"
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npy")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, array, allow_pickle=False)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def parity_line(parity: Parity, oracle: str) -> str:
+    verdict = "OK" if parity.ok else "MISMATCH"
+    return (
+        f"parity vs {oracle}: {verdict} (max abs err {parity.max_abs:.3g}, max rel err {parity.max_rel:.3g}; "
+        f"rtol {parity.rtol:g}, atol {parity.atol:g})"
+    )
+
+
+def _print(
+    console: Console, outputs: dict[str, np.ndarray], parity: Parity | None, oracle: str | None
+) -> None:
+    table = Table(title="Outputs (reference interpreter)", title_justify="left")
+    for col in ("name", "shape", "dtype", "min", "max", "mean", "first values"):
+        table.add_column(col)
+    for name, a in outputs.items():
+        flat = a.reshape(-1)
+        numeric = flat.astype(np.float64) if flat.size else np.zeros(1)
+        head = " ".join(f"{v:.4g}" for v in numeric[:4])
+        table.add_row(
+            name,
+            "x".join(map(str, a.shape)) or "scalar",
+            str(a.dtype),
+            f"{numeric.min():.4g}",
+            f"{numeric.max():.4g}",
+            f"{numeric.mean():.4g}",
+            head,
+        )
+    console.print(table)
+    if parity is not None and oracle is not None:
+        console.print(
+            parity_line(parity, oracle), style="green" if parity.ok else "bold red", highlight=False
+        )
+
+
+def _json(
+    outputs: dict[str, np.ndarray],
+    parity: Parity | None,
+    oracle: str | None,
+    seeded: bool,
+    seed: int,
+) -> dict[str, object]:
+    return {
+        "engine": "reference",
+        "inputs": {"seeded": seeded, "seed": seed if seeded else None},
+        "outputs": {
+            name: {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": _digest(a)}
+            for name, a in outputs.items()
+        },
+        "parity": None if parity is None else {"oracle": oracle, **parity.to_json()},
+    }
+
+
+def _digest(a: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
