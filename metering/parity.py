@@ -2,6 +2,7 @@
 
 An element passes when |got - want| <= atol + rtol * |want| (numpy.allclose's rule);
 NaNs must sit in the same places.  Integer and bool outputs must match exactly.
+The reported maximum relative error ignores elements whose |want| is below atol.
 """
 
 from __future__ import annotations
@@ -83,11 +84,13 @@ def _compare_one(
     with np.errstate(invalid="ignore"):
         diff = np.abs(g - r)
         same_special = (np.isnan(g) & np.isnan(r)) | ((g == r) & np.isinf(r))
-        bound = 0 if exact else atol + rtol * np.abs(r)
+        bound = 0 if exact else np.where(np.isfinite(r), atol + rtol * np.abs(r), 0.0)
         bad = ~((diff <= bound) | same_special)
         finite = np.isfinite(diff)
         max_abs = float(diff[finite].max()) if finite.any() else 0.0
+        # Relative error is reported where it means something: |want| above atol.
+        meaningful = finite & (np.abs(r) > atol)
         rel = diff / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
-        max_rel = float(rel[finite & (r != 0)].max()) if (finite & (r != 0)).any() else 0.0
+        max_rel = float(rel[meaningful].max()) if meaningful.any() else 0.0
     mismatched = int(bad.sum())
     return OutputParity(name, max_abs, max_rel, mismatched, int(ref.size), mismatched == 0)

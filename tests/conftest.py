@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from luminal.cli.app import app
+from typer.testing import CliRunner
 
 
 @pytest.fixture(scope="session")

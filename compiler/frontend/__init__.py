@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from luminal.compiler.frontend.model import LoadedModel
-from luminal.errors import UsageError
+from luminal.errors import ModelLoadError, UsageError
 
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".tar")
 
@@ -27,8 +27,8 @@ def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = No
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
-        raise UsageError(
-            f"{file}: refusing to unpickle a '{suffix}' file (it can run arbitrary code); {EXPORT_HINT}"
+        raise ModelLoadError(
+            file, f"refusing to unpickle a '{suffix}' file (unpickling can run arbitrary code); {EXPORT_HINT}"
         )
     if not file.exists():
         raise UsageError(f"{file}: no such model file")
@@ -40,7 +40,7 @@ def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = No
         from luminal.compiler.frontend import onnx as onnx_frontend
 
         return onnx_frontend.load(file, dims)
-    raise UsageError(f"{file}: unknown model type '{suffix or '(none)'}'; expected .onnx or .pt2")
+    raise ModelLoadError(file, f"unknown model type '{suffix or '(none)'}'; expected .onnx or .pt2")
 
 
 __all__ = ["LoadedModel", "load_model"]

@@ -127,7 +127,7 @@ def _sum_of_product(
     # A reduced axis broadcast in both operands sums the same product `size` times.
     for k in axes:
         if letters[k] not in la + lb:
-            res = res * acc(a.shape[k])
+            res = res * np.asarray(a.shape[k], dtype=acc)
     res = np.asarray(res).reshape([a.shape[k] if letters[k] in present else 1 for k in kept])
     res = np.broadcast_to(res, [a.shape[k] for k in kept])
     return np.array(

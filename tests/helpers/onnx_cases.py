@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import helper, numpy_helper
-
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import interpreter, spec
 from luminal.metering.parity import compare
+from onnx import helper, numpy_helper
 
 NP_TO_ONNX = {
     np.dtype(np.float32): onnx.TensorProto.FLOAT,

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from tests.helpers.onnx_cases import check_against_ort, feeds_of, node_model
 
 R = np.random.default_rng(0)
