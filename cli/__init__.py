@@ -1,0 +1,1 @@
+"""The `luminal` command line (typer).  Entry point: `luminal.cli.app:main`."""

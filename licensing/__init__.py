@@ -1,0 +1,1 @@
+"""Licensing: signed license files, activation and entitlements (the licensing issue)."""
