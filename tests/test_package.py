@@ -18,7 +18,12 @@ def test_top_level_folders_are_luminal_subpackages() -> None:
 
 
 def test_errors_all_is_complete_and_exit_codes_documented() -> None:
-    exported = {n for n in dir(luminal.errors) if isinstance(getattr(luminal.errors, n), type) and issubclass(getattr(luminal.errors, n), luminal.errors.LuminalError)}
+    exported = {
+        n
+        for n in dir(luminal.errors)
+        if isinstance(getattr(luminal.errors, n), type)
+        and issubclass(getattr(luminal.errors, n), luminal.errors.LuminalError)
+    }
     assert exported == set(luminal.errors.__all__)
     codes = {cls.exit_code for cls in map(lambda n: getattr(luminal.errors, n), exported)}
     assert codes == {1, 2, 3, 4, 5, 6}

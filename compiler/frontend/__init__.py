@@ -28,7 +28,8 @@ def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = No
     suffix = file.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         raise ModelLoadError(
-            file, f"refusing to unpickle a '{suffix}' file (unpickling can run arbitrary code); {EXPORT_HINT}"
+            file,
+            f"refusing to unpickle a '{suffix}' file (unpickling can run arbitrary code); {EXPORT_HINT}",
         )
     if not file.exists():
         raise UsageError(f"{file}: no such model file")

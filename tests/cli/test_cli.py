@@ -51,7 +51,17 @@ def test_run_compare_writes_outputs(cli, suite_onnx, tmp_path: Path) -> None:  #
     path, feeds = suite_onnx("mlp")
     np.save(tmp_path / "x.npy", feeds["x"])
     out_dir = tmp_path / "outs"
-    rc, out, err = cli("run", path, "--input", f"x={tmp_path / 'x.npy'}", "--reference", "--compare", "onnxruntime", "-o", out_dir)
+    rc, out, err = cli(
+        "run",
+        path,
+        "--input",
+        f"x={tmp_path / 'x.npy'}",
+        "--reference",
+        "--compare",
+        "onnxruntime",
+        "-o",
+        out_dir,
+    )
     assert rc == 0, err
     assert "parity vs onnxruntime: OK" in out
     want = ort.InferenceSession(str(path)).run(None, feeds)[0]
@@ -62,7 +72,9 @@ def test_run_compare_writes_outputs(cli, suite_onnx, tmp_path: Path) -> None:  #
 def test_run_json_with_npz(cli, suite_onnx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path, feeds = suite_onnx("mlp")
     np.savez(tmp_path / "in.npz", **feeds)
-    rc, out, err = cli("run", path, "--input", tmp_path / "in.npz", "--compare", "onnxruntime", "--json")
+    rc, out, err = cli(
+        "run", path, "--input", tmp_path / "in.npz", "--compare", "onnxruntime", "--json"
+    )
     assert rc == 0, err
     data = json.loads(out)
     assert data["parity"]["ok"] is True and data["parity"]["oracle"] == "onnxruntime"
@@ -73,7 +85,9 @@ def test_run_json_with_npz(cli, suite_onnx, tmp_path: Path) -> None:  # type: ig
 def test_run_mismatch_exits_5(cli, suite_onnx) -> None:  # type: ignore[no-untyped-def]
     path, _ = suite_onnx("mlp")
     # An impossible tolerance: any rounding difference at all fails parity.
-    rc, out, err = cli("run", path, "--compare", "onnxruntime", "--rtol", "0", "--atol", "0", "--seed", "3")
+    rc, out, err = cli(
+        "run", path, "--compare", "onnxruntime", "--rtol", "0", "--atol", "0", "--seed", "3"
+    )
     assert rc == 5, (out, err)
     assert "MISMATCH" in out and err.startswith("error: outputs ['y'] disagree with onnxruntime")
 

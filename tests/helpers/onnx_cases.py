@@ -44,7 +44,9 @@ def node_model(
         if i in consts:
             inits.append(numpy_helper.from_array(np.asarray(value), name))
         else:
-            graph_inputs.append(helper.make_tensor_value_info(name, NP_TO_ONNX[value.dtype], value.shape))
+            graph_inputs.append(
+                helper.make_tensor_value_info(name, NP_TO_ONNX[value.dtype], value.shape)
+            )
     outs = [f"out{k}" for k in range(n_outputs)]
     node = helper.make_node(op, names, outs, name=f"{op.lower()}_node", **(attrs or {}))
     out_info = [helper.make_empty_tensor_value_info(o) for o in outs]
@@ -55,11 +57,19 @@ def node_model(
     return model
 
 
-def feeds_of(model: onnx.ModelProto, inputs: Sequence[np.ndarray | None], consts: Sequence[int]) -> dict[str, np.ndarray]:
+def feeds_of(
+    model: onnx.ModelProto, inputs: Sequence[np.ndarray | None], consts: Sequence[int]
+) -> dict[str, np.ndarray]:
     return {f"in{i}": v for i, v in enumerate(inputs) if v is not None and i not in consts}
 
 
-def check_against_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tmp: Path, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+def check_against_ort(
+    model: onnx.ModelProto,
+    feeds: dict[str, np.ndarray],
+    tmp: Path,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> None:
     path = tmp / "model.onnx"
     onnx.save(model, path)
     loaded = load(path)

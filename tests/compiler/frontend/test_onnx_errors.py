@@ -79,14 +79,23 @@ def test_bit_flips_never_crash(cli, good_model: Path, tmp_path: Path) -> None:  
 
 
 def test_unsupported_op_names_op_node_and_opset(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    model = node_model("TopK", [np.zeros((2, 5), np.float32), np.array([2], np.int64)], consts=(1,), n_outputs=2)
+    model = node_model(
+        "TopK", [np.zeros((2, 5), np.float32), np.array([2], np.int64)], consts=(1,), n_outputs=2
+    )
     path = tmp_path / "topk.onnx"
     onnx.save(model, path)
-    _assert_clean_failure(cli, ["inspect", path], 6, "TopK", "topk_node", "opset 18", "not supported")
+    _assert_clean_failure(
+        cli, ["inspect", path], 6, "TopK", "topk_node", "opset 18", "not supported"
+    )
 
 
 def test_unsupported_attribute_value(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    model = node_model("Pad", [np.zeros((2, 5), np.float32), np.array([1, 1, 1, 1], np.int64)], {"mode": "reflect"}, consts=(1,))
+    model = node_model(
+        "Pad",
+        [np.zeros((2, 5), np.float32), np.array([1, 1, 1, 1], np.int64)],
+        {"mode": "reflect"},
+        consts=(1,),
+    )
     path = tmp_path / "pad.onnx"
     onnx.save(model, path)
     _assert_clean_failure(cli, ["run", path], 6, "Pad", "pad_node", "reflect")
@@ -115,7 +124,9 @@ def test_external_data_escaping_the_folder(cli, tmp_path: Path) -> None:  # type
     path = _external_model(tmp_path, "../../etc/passwd")
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "passwd").write_bytes(b"\0" * 64)  # exists, yet must not be read
-    _assert_clean_failure(cli, ["inspect", path], 6, "'w'", "../../etc/passwd", "outside the model's folder")
+    _assert_clean_failure(
+        cli, ["inspect", path], 6, "'w'", "../../etc/passwd", "outside the model's folder"
+    )
 
 
 def test_external_data_absolute_path(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -134,7 +145,9 @@ def test_external_data_that_is_valid_loads(cli, tmp_path: Path) -> None:  # type
     x = np.ones((2, 4), np.float32)
     np.save(tmp_path / "x.npy", x)
     out_dir = tmp_path / "out"
-    rc, _out, err = cli("run", path, "--input", f"x={tmp_path / 'x.npy'}", "-o", out_dir, "--compare", "onnxruntime")
+    rc, _out, err = cli(
+        "run", path, "--input", f"x={tmp_path / 'x.npy'}", "-o", out_dir, "--compare", "onnxruntime"
+    )
     assert rc == 0, err
     np.testing.assert_array_equal(np.load(out_dir / "y.npy"), x @ np.full((4, 4), 2.0, np.float32))
 
@@ -193,7 +206,9 @@ def test_checker_failure(cli, tmp_path: Path) -> None:  # type: ignore[no-untype
     x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
     node = helper.make_node("Relu", ["undefined_tensor"], ["y"])
-    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 18)])
+    model = helper.make_model(
+        helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 18)]
+    )
     path = tmp_path / "bad.onnx"
     path.write_bytes(model.SerializeToString())
     _assert_clean_failure(cli, ["inspect", path], 6, "ONNX checker")

@@ -22,4 +22,6 @@ def test_suite_model_matches_onnxruntime(name: str, suite_onnx) -> None:  # type
     parity = compare(got, want, rtol=1e-4, atol=1e-5)
     assert parity.ok, parity.to_json()
     # The decomposition really is primitive: no framework op survives into the IR.
-    assert {n.op.value for n in model.graph.nodes} <= {op.value for op in type(model.graph.nodes[0].op)}
+    assert {n.op.value for n in model.graph.nodes} <= {
+        op.value for op in type(model.graph.nodes[0].op)
+    }

@@ -34,7 +34,9 @@ def test_x86_without_avx512(tmp_path: Path) -> None:
 
 
 def test_aarch64_features() -> None:
-    _model, vendor, simd, cores = parse_cpuinfo((FIXTURES / "aarch64_neoverse_2core.txt").read_text(), "aarch64")
+    _model, vendor, simd, cores = parse_cpuinfo(
+        (FIXTURES / "aarch64_neoverse_2core.txt").read_text(), "aarch64"
+    )
     assert cores == 2 and vendor == "0x41"
     assert {"asimd", "sve", "i8mm", "bf16"} <= set(simd)
 

@@ -82,13 +82,19 @@ def test_spec_accepts_built_graphs_and_rejects_tampered_ones() -> None:
     x = b.input("x", (2, 3), DType.F32)
     g = b.build({"y": b.reduce(Op.SUM, b.permute(x, (1, 0)), [0])})
     spec.check(g)
-    wrong_shape = dataclasses.replace(g, nodes=(*g.nodes[:-1], dataclasses.replace(g.nodes[-1], shape=(3, 1))))
+    wrong_shape = dataclasses.replace(
+        g, nodes=(*g.nodes[:-1], dataclasses.replace(g.nodes[-1], shape=(3, 1)))
+    )
     with pytest.raises(GraphError, match="declares"):
         spec.check(wrong_shape)
-    forward_ref = dataclasses.replace(g, nodes=(Node(Op.EXP2, (1,), (2, 3), DType.F32), *g.nodes[1:]))
+    forward_ref = dataclasses.replace(
+        g, nodes=(Node(Op.EXP2, (1,), (2, 3), DType.F32), *g.nodes[1:])
+    )
     with pytest.raises(GraphError, match="bad operands"):
         spec.check(forward_ref)
-    missing_const = Graph(nodes=(Node(Op.CONST, (), (1,), DType.F32, "nope"),), inputs=(), outputs=(("y", 0),))
+    missing_const = Graph(
+        nodes=(Node(Op.CONST, (), (1,), DType.F32, "nope"),), inputs=(), outputs=(("y", 0),)
+    )
     with pytest.raises(GraphError, match="missing"):
         spec.check(missing_const)
 

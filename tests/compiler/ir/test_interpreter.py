@@ -26,7 +26,13 @@ def test_every_op_has_semantics() -> None:
 
 @pytest.mark.parametrize(
     ("op", "fn"),
-    [(Op.EXP2, np.exp2), (Op.LOG2, np.log2), (Op.SIN, np.sin), (Op.SQRT, np.sqrt), (Op.RECIP, np.reciprocal)],
+    [
+        (Op.EXP2, np.exp2),
+        (Op.LOG2, np.log2),
+        (Op.SIN, np.sin),
+        (Op.SQRT, np.sqrt),
+        (Op.RECIP, np.reciprocal),
+    ],
 )
 def test_unary(op: Op, fn) -> None:  # type: ignore[no-untyped-def]
     x = R.uniform(0.1, 5, (3, 4)).astype(np.float32)
@@ -42,7 +48,12 @@ def test_unary_half_precision_computes_in_f32() -> None:
 
 def test_bf16_roundtrip() -> None:
     x = R.standard_normal(6).astype(np.float32)
-    out = run1(lambda b, v: b.cast(b.binary(Op.ADD, b.cast(v, DType.BF16), b.cast(v, DType.BF16)), DType.F32), x)
+    out = run1(
+        lambda b, v: b.cast(
+            b.binary(Op.ADD, b.cast(v, DType.BF16), b.cast(v, DType.BF16)), DType.F32
+        ),
+        x,
+    )
     import ml_dtypes
 
     np.testing.assert_array_equal(out, (x.astype(ml_dtypes.bfloat16) * 2).astype(np.float32))
@@ -51,22 +62,35 @@ def test_bf16_roundtrip() -> None:
 def test_cast_truncates_toward_zero_and_bool_is_nonzero() -> None:
     x = np.array([-2.7, -0.5, 0.0, 0.5, 2.7], np.float32)
     np.testing.assert_array_equal(run1(lambda b, v: b.cast(v, DType.I32), x), [-2, 0, 0, 0, 2])
-    np.testing.assert_array_equal(run1(lambda b, v: b.cast(v, DType.BOOL), x), [True, True, False, True, True])
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.cast(v, DType.BOOL), x), [True, True, False, True, True]
+    )
 
 
 def test_mod_and_idiv_follow_c() -> None:
     a = np.array([7, -7, 7, -7, 5], np.int64)
     d = np.array([3, 3, -3, -3, 0], np.int64)
-    np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.MOD, x, y), a, d), [1, -1, 1, -1, 0])
-    np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.IDIV, x, y), a, d), [2, -2, -2, 2, 0])
+    np.testing.assert_array_equal(
+        run1(lambda b, x, y: b.binary(Op.MOD, x, y), a, d), [1, -1, 1, -1, 0]
+    )
+    np.testing.assert_array_equal(
+        run1(lambda b, x, y: b.binary(Op.IDIV, x, y), a, d), [2, -2, -2, 2, 0]
+    )
     fa, fd = a[:4].astype(np.float32), d[:4].astype(np.float32)
-    np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.MOD, x, y), fa, fd), np.fmod(fa, fd))
+    np.testing.assert_array_equal(
+        run1(lambda b, x, y: b.binary(Op.MOD, x, y), fa, fd), np.fmod(fa, fd)
+    )
 
 
 def test_compare_where_and_bool_arithmetic() -> None:
-    a, c = R.standard_normal((4, 5)).astype(np.float32), R.standard_normal((4, 5)).astype(np.float32)
+    a, c = (
+        R.standard_normal((4, 5)).astype(np.float32),
+        R.standard_normal((4, 5)).astype(np.float32),
+    )
     np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.CMPLT, x, y), a, c), a < c)
-    np.testing.assert_array_equal(run1(lambda b, x, y: b.where(b.binary(Op.CMPLT, x, y), x, y), a, c), np.minimum(a, c))
+    np.testing.assert_array_equal(
+        run1(lambda b, x, y: b.where(b.binary(Op.CMPLT, x, y), x, y), a, c), np.minimum(a, c)
+    )
     p, q = R.random(6) < 0.5, R.random(6) < 0.5
     np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.ADD, x, y), p, q), p | q)
     np.testing.assert_array_equal(run1(lambda b, x, y: b.binary(Op.MUL, x, y), p, q), p & q)
@@ -74,8 +98,12 @@ def test_compare_where_and_bool_arithmetic() -> None:
 
 def test_reductions_keep_dims() -> None:
     x = R.standard_normal((2, 3, 4)).astype(np.float32)
-    np.testing.assert_allclose(run1(lambda b, v: b.reduce(Op.SUM, v, [0, 2]), x), x.sum((0, 2), keepdims=True), rtol=1e-6)
-    np.testing.assert_array_equal(run1(lambda b, v: b.reduce(Op.RMAX, v, [-1]), x), x.max(-1, keepdims=True))
+    np.testing.assert_allclose(
+        run1(lambda b, v: b.reduce(Op.SUM, v, [0, 2]), x), x.sum((0, 2), keepdims=True), rtol=1e-6
+    )
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.reduce(Op.RMAX, v, [-1]), x), x.max(-1, keepdims=True)
+    )
 
 
 def test_iota() -> None:
@@ -91,7 +119,9 @@ def test_gather_scatter() -> None:
     sidx = np.array([[0, 1, 2], [4, 3, 2]], np.int64)
     expect = data.copy()
     np.put_along_axis(expect, sidx, upd, axis=0)
-    np.testing.assert_array_equal(run1(lambda b, d, i, u: b.scatter(d, i, u, 0), data, sidx, upd), expect)
+    np.testing.assert_array_equal(
+        run1(lambda b, d, i, u: b.scatter(d, i, u, 0), data, sidx, upd), expect
+    )
 
 
 def test_gather_out_of_range_is_an_error() -> None:
@@ -101,12 +131,21 @@ def test_gather_out_of_range_is_an_error() -> None:
 
 def test_views() -> None:
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    np.testing.assert_array_equal(run1(lambda b, v: b.permute(v, (2, 0, 1)), x), x.transpose(2, 0, 1))
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.permute(v, (2, 0, 1)), x), x.transpose(2, 0, 1)
+    )
     np.testing.assert_array_equal(run1(lambda b, v: b.reshape(v, (6, 4)), x), x.reshape(6, 4))
-    np.testing.assert_array_equal(run1(lambda b, v: b.pad(v, [(0, 0), (1, 0), (0, 2)], -1), x), np.pad(x, [(0, 0), (1, 0), (0, 2)], constant_values=-1))
-    np.testing.assert_array_equal(run1(lambda b, v: b.slice(v, [(1, 1, 1), (2, -1, 3), (0, 2, 2)]), x), x[1:2, 2::-1, 0:4:2])
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.pad(v, [(0, 0), (1, 0), (0, 2)], -1), x),
+        np.pad(x, [(0, 0), (1, 0), (0, 2)], constant_values=-1),
+    )
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.slice(v, [(1, 1, 1), (2, -1, 3), (0, 2, 2)]), x), x[1:2, 2::-1, 0:4:2]
+    )
     y = np.arange(3, dtype=np.float32).reshape(3, 1)
-    np.testing.assert_array_equal(run1(lambda b, v: b.expand(v, (3, 5)), y), np.broadcast_to(y, (3, 5)))
+    np.testing.assert_array_equal(
+        run1(lambda b, v: b.expand(v, (3, 5)), y), np.broadcast_to(y, (3, 5))
+    )
 
 
 def _contraction(b: GraphBuilder, a: Value, w: Value) -> Value:
@@ -124,10 +163,20 @@ def test_einsum_shortcut_equals_materialised_product() -> None:
 
     def slow(b: GraphBuilder, x: Value, y: Value) -> Value:
         full = (6, 7, 5)
-        prod = b.binary(Op.MUL, b.expand(b.reshape(x, (6, 7, 1)), full), b.expand(b.reshape(y, (1, 7, 5)), full))
+        prod = b.binary(
+            Op.MUL, b.expand(b.reshape(x, (6, 7, 1)), full), b.expand(b.reshape(y, (1, 7, 5)), full)
+        )
         total = b.reduce(Op.SUM, prod, [1])
         # second consumer of `prod`: the interpreter must materialise it
-        return b.binary(Op.ADD, total, b.binary(Op.MUL, b.reduce(Op.RMAX, prod, [1]), b.expand(b.const(np.zeros((1, 1, 1), np.float32)), (6, 1, 5))))
+        return b.binary(
+            Op.ADD,
+            total,
+            b.binary(
+                Op.MUL,
+                b.reduce(Op.RMAX, prod, [1]),
+                b.expand(b.const(np.zeros((1, 1, 1), np.float32)), (6, 1, 5)),
+            ),
+        )
 
     np.testing.assert_allclose(run1(slow, a, w), fast, rtol=1e-5, atol=1e-5)
 
