@@ -1,9 +1,13 @@
 """luminal: an on-prem inference compiler.
 
+    session = luminal.load("model.lmnl")       # verify and load a compiled artifact
+    outputs = session.run({"x": x})
+
 The repository root is this package; `cli/`, `compiler/`, `licensing/` and `metering/`
 install as `luminal.cli`, `luminal.compiler`, ...
 """
 
 from luminal._version import __version__
+from luminal.compiler.runtime import Session, load
 
-__all__ = ["__version__"]
+__all__ = ["Session", "__version__", "load"]

@@ -4,14 +4,25 @@ Every error carries the exit code the CLI returns for it (documented in docs/cli
 
     LuminalError                 exit 1  (base; never raised directly)
     ├── UsageError               exit 2  bad arguments, missing or unreadable input file
-    ├── LicenseError             exit 3  (licensing issues fill this branch)
+    ├── LicenseError             exit 3  a license is missing, invalid or does not allow this
+    │   ├── LicenseMissing              no license installed
+    │   ├── LicenseInvalid              a license or request file that is not well formed
+    │   ├── SignatureInvalid            a license changed after signing, or an untrusted signer
+    │   ├── KeyRevoked                  signed by a vendor key on the revocation list
+    │   ├── LicenseExpired              expired, and the grace period is over
+    │   ├── LicenseNotYetValid          before the license's not-before time
+    │   ├── WrongInstall                bound to another install (key or fingerprint)
+    │   ├── NotEntitled                 feature, target or device count not licensed
+    │   ├── ClockRollback               the clock reads earlier than the last time seen
+    │   └── ActivationError             online activation refused or unreachable
     ├── IntegrityError           exit 4  a signature or hash does not verify
     ├── InvalidResult            exit 5  outputs disagree with the oracle
     └── CompilerError            exit 6  the model cannot be taken
         ├── ModelLoadError              unreadable, corrupt or unsafe model file
         ├── FrontendError               a node the frontend cannot lower as given
         │   └── UnsupportedOp           an op, attribute or opset we do not support
-        └── GraphError                  an IR graph that breaks the spec (a compiler bug)
+        ├── GraphError                  an IR graph that breaks the spec (a compiler bug)
+        └── ArtifactIncompatible        an artifact built for another CPU, format or platform
 
 Foreign exceptions (protobuf, onnx, torch, numpy) are converted where they enter, so a
 caller catches `LuminalError` and gets one clear line from `str(err)`.
@@ -20,16 +31,27 @@ caller catches `LuminalError` and gets one clear line from `str(err)`.
 from __future__ import annotations
 
 __all__ = [
+    "ActivationError",
+    "ArtifactIncompatible",
+    "ClockRollback",
     "CompilerError",
     "FrontendError",
     "GraphError",
     "IntegrityError",
     "InvalidResult",
+    "KeyRevoked",
     "LicenseError",
+    "LicenseExpired",
+    "LicenseInvalid",
+    "LicenseMissing",
+    "LicenseNotYetValid",
     "LuminalError",
     "ModelLoadError",
+    "NotEntitled",
+    "SignatureInvalid",
     "UnsupportedOp",
     "UsageError",
+    "WrongInstall",
 ]
 
 
@@ -49,6 +71,46 @@ class LicenseError(LuminalError):
     """A license is missing, expired or does not allow the requested feature."""
 
     exit_code = 3
+
+
+class LicenseMissing(LicenseError):
+    """No license is installed in this install's home."""
+
+
+class LicenseInvalid(LicenseError):
+    """A license, request or keyring document is not well formed."""
+
+
+class SignatureInvalid(LicenseError):
+    """A license does not verify: changed after signing, or not signed by a trusted key."""
+
+
+class KeyRevoked(LicenseError):
+    """The license was signed by a vendor key that has been revoked."""
+
+
+class LicenseExpired(LicenseError):
+    """The license expired and its grace period is over."""
+
+
+class LicenseNotYetValid(LicenseError):
+    """The license's not-before time has not come."""
+
+
+class WrongInstall(LicenseError):
+    """The license is bound to another install (key or machine fingerprint)."""
+
+
+class NotEntitled(LicenseError):
+    """The license does not cover the requested feature, target or device count."""
+
+
+class ClockRollback(LicenseError):
+    """The system clock reads earlier than the last time this install has seen."""
+
+
+class ActivationError(LicenseError):
+    """Online activation was refused by the server or could not reach it."""
 
 
 class IntegrityError(LuminalError):
@@ -101,3 +163,8 @@ class UnsupportedOp(FrontendError):
 
 class GraphError(CompilerError):
     """An IR graph breaks the IR spec; this is a compiler bug, please report it."""
+
+
+class ArtifactIncompatible(CompilerError):
+    """A compiled artifact that this machine or this luminal cannot run (CPU features,
+    architecture, format version)."""

@@ -1,7 +1,8 @@
-"""`luminal run MODEL`: run a model on given or seeded inputs, optionally against an oracle."""
+"""`luminal run MODEL_OR_ARTIFACT`: run on given or seeded inputs, optionally against an oracle."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -11,10 +12,9 @@ from typing import Annotated
 
 import numpy as np
 import typer
+from luminal.cli.engine import Engine
 from luminal.cli.options import DimOption, JsonOption, parse_dims
-from luminal.compiler.frontend import load_model
 from luminal.compiler.inputs import random_inputs, read_inputs
-from luminal.compiler.ir import interpreter
 from luminal.errors import InvalidResult, UsageError
 from luminal.metering.oracles import ORACLES, run_oracle
 from luminal.metering.parity import DEFAULT_ATOL, DEFAULT_RTOL, Parity, compare
@@ -23,7 +23,10 @@ from rich.table import Table
 
 
 def run_cmd(
-    model: Annotated[Path, typer.Argument(help="An .onnx file or a .pt2 ExportedProgram.")],
+    model: Annotated[
+        Path,
+        typer.Argument(help="A compiled .lmnl artifact, an .onnx file or a .pt2 ExportedProgram."),
+    ],
     input: Annotated[
         list[str] | None,
         typer.Option(
@@ -37,9 +40,9 @@ def run_cmd(
         bool,
         typer.Option(
             "--reference",
-            help="Run on the numpy reference interpreter (the only engine until the CPU backend lands).",
+            help="Run a model file on the numpy reference interpreter instead of compiling it.",
         ),
-    ] = True,
+    ] = False,
     compare_with: Annotated[
         str | None,
         typer.Option(
@@ -55,31 +58,35 @@ def run_cmd(
     dim: DimOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run a model and print its outputs; with --compare, check them against an oracle.
+    """Run a compiled artifact or a model and print its outputs; --compare checks them.
 
+    A model file (.onnx, .pt2) is compiled for this CPU in a temporary folder and run, or
+    with --reference run on the numpy reference interpreter.  For an artifact (.lmnl),
+    --compare runs the oracle on the model file the artifact was compiled from.
     Exit code 5 when --compare finds outputs outside tolerance.
 
     Examples:
 
-      luminal run model.onnx --input x=x.npy --reference
+      luminal run model.lmnl --input x=x.npy --compare onnxruntime
 
-      luminal run model.onnx --compare onnxruntime -o outputs/
+      luminal run model.onnx --reference --input inputs.npz -o outputs/
     """
-    loaded = load_model(model, parse_dims(dim))
-    specs = loaded.graph.input_specs()
-    feeds = read_inputs(input, specs) if input else random_inputs(specs, seed)
-    outputs = interpreter.run(loaded.graph, feeds)
-    parity = (
-        compare(outputs, run_oracle(compare_with, model, feeds), rtol, atol)
-        if compare_with
-        else None
-    )
+    engine = Engine.open(model, parse_dims(dim), reference)
+    feeds = read_inputs(input, engine.inputs) if input else random_inputs(engine.inputs, seed)
+    outputs = engine.run(feeds)
+    parity = None
+    if compare_with:
+        parity = compare(outputs, run_oracle(compare_with, engine.source, feeds), rtol, atol)
     if output_dir is not None:
         save_outputs(outputs, output_dir)
     if as_json:
-        typer.echo(json.dumps(_json(outputs, parity, compare_with, input is None, seed), indent=2))
+        typer.echo(
+            json.dumps(
+                _json(engine.name, outputs, parity, compare_with, input is None, seed), indent=2
+            )
+        )
     else:
-        _print(Console(), outputs, parity, compare_with)
+        _print(Console(), engine.name, outputs, parity, compare_with)
     if parity is not None and not parity.ok:
         bad = [o.name for o in parity.outputs if not o.ok]
         raise InvalidResult(
@@ -114,9 +121,13 @@ def parity_line(parity: Parity, oracle: str) -> str:
 
 
 def _print(
-    console: Console, outputs: dict[str, np.ndarray], parity: Parity | None, oracle: str | None
+    console: Console,
+    engine: str,
+    outputs: dict[str, np.ndarray],
+    parity: Parity | None,
+    oracle: str | None,
 ) -> None:
-    table = Table(title="Outputs (reference interpreter)", title_justify="left")
+    table = Table(title=f"Outputs ({engine})", title_justify="left")
     for col in ("name", "shape", "dtype", "min", "max", "mean", "first values"):
         table.add_column(col)
     for name, a in outputs.items():
@@ -140,6 +151,7 @@ def _print(
 
 
 def _json(
+    engine: str,
     outputs: dict[str, np.ndarray],
     parity: Parity | None,
     oracle: str | None,
@@ -147,17 +159,15 @@ def _json(
     seed: int,
 ) -> dict[str, object]:
     return {
-        "engine": "reference",
+        "engine": engine,
         "inputs": {"seeded": seeded, "seed": seed if seeded else None},
         "outputs": {
-            name: {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": _digest(a)}
+            name: {
+                "shape": list(a.shape),
+                "dtype": str(a.dtype),
+                "sha256": hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest(),
+            }
             for name, a in outputs.items()
         },
         "parity": None if parity is None else {"oracle": oracle, **parity.to_json()},
     }
-
-
-def _digest(a: np.ndarray) -> str:
-    import hashlib
-
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()

@@ -1,0 +1,1 @@
+"""Backends turn a schedule into code for one kind of device.  Today: `cpu` (C)."""

@@ -1,0 +1,1 @@
+"""CPU backend: C source per schedule, compiled to one shared library."""

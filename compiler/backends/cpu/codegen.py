@@ -1,0 +1,391 @@
+"""C code for a schedule: one static function per kernel and one entry point
+
+    int lum_run(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs)
+
+that calls them in order and returns non-zero when a gather index was out of range.
+Views are index arithmetic (`schedule.indexing`), inlined values are local variables,
+and contractions get a register-blocked loop nest with tile sizes MR x NR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from luminal.compiler.backends.cpu import cexpr
+from luminal.compiler.ir import DType, Op
+from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
+from luminal.compiler.schedule import Kernel, Place, Schedule
+from luminal.compiler.schedule.indexing import Index, row_major, trace_load, view_source
+from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
+
+#: Elements (or multiply-adds) below which a kernel stays on one thread.
+PARALLEL_MIN_WORK = 1 << 15
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    mr: int = 4  # contraction tile rows
+    nr: int = 16  # contraction tile columns (a multiple of the vector width)
+    fma: bool = True  # accumulate contractions with fused multiply-add
+    openmp: bool = True
+
+
+def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str:
+    parts = [cexpr.PRELUDE]
+    for kernel in sched.kernels:
+        parts.append(_KernelWriter(sched, kernel, options).write())
+    calls = "\n".join(
+        f"    err |= {k.name}(arena, weights, inputs, outputs);" for k in sched.kernels
+    )
+    parts.append(
+        "int lum_abi_version(void) { return 1; }\n\n"
+        "int lum_run(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {\n"
+        f"    int err = 0;\n{calls}\n    return err;\n}}\n"
+    )
+    return "\n".join(parts)
+
+
+class _KernelWriter:
+    def __init__(self, sched: Schedule, kernel: Kernel, options: CodegenOptions) -> None:
+        self.s = sched
+        self.g = sched.graph
+        self.k = kernel
+        self.o = options
+        self.counter = 0
+        self.pointers: dict[int, str] = {}
+        self.uses_err = False
+
+    # ---- the function ------------------------------------------------------------------
+    def write(self) -> str:
+        node = self.g.nodes[self.k.node]
+        body: list[str] = []
+        if self.k.kind == "contraction":
+            self._contraction(body)
+        elif self.k.kind == "reduce":
+            self._reduce(body)
+        elif self.k.kind == "scatter":
+            self._scatter(body)
+        else:
+            self._elementwise(body)
+        ptrs = []
+        restrict = "" if self.k.inplace is not None else " LUM_RESTRICT"
+        out_t = cexpr.ctype(node.dtype, f"{node.op.value} (IR node %{self.k.node})")
+        ptrs.append(f"    {out_t} *{restrict} out = ({out_t} *)({self._address(self.k.dest)});")
+        for i, name in self.pointers.items():
+            t = cexpr.ctype(self.g.nodes[i].dtype, f"{self.g.nodes[i].op.value} (IR node %{i})")
+            ptrs.append(
+                f"    const {t} *{restrict} {name} = (const {t} *)({self._address(self.s.homes[i])});"
+            )
+        head = (
+            f"/* {self.k.kind}: node %{self.k.node} {node.op.value} -> {'x'.join(map(str, node.shape)) or 'scalar'} "
+            f"{node.dtype.value} */\n"
+            f"static int {self.k.name}(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {{\n"
+            "    (void)arena; (void)weights; (void)inputs; (void)outputs;\n"
+            "    int err = 0;\n"
+        )
+        return head + "\n".join(ptrs) + "\n" + "\n".join(body) + "\n    return err;\n}\n"
+
+    def _address(self, place: Place) -> str:
+        if place.kind == "input":
+            return f"inputs[{place.index}]"
+        if place.kind == "output":
+            return f"outputs[{place.index}]"
+        if place.kind == "weight":
+            return f"weights + {place.index}"
+        return f"arena + {place.index}"
+
+    def _pointer(self, i: int) -> str:
+        if i not in self.pointers:
+            self.pointers[i] = f"p{i}"
+        return self.pointers[i]
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    # ---- loops -------------------------------------------------------------------------
+    def _loops(self, shape: tuple[int, ...], prefix: str) -> tuple[Index, list[tuple[str, int]]]:
+        idx, loops = [], []
+        for k, d in enumerate(shape):
+            if d == 1:
+                idx.append(Lin())
+            else:
+                name = f"{prefix}{k}"
+                idx.append(Lin.of(Var(name, d)))
+                loops.append((name, d))
+        return tuple(idx), loops
+
+    def _open(
+        self, out: list[str], loops: list[tuple[str, int]], depth: int, parallel: bool, work: int
+    ) -> int:
+        for n, (name, size) in enumerate(loops):
+            if n == 0 and parallel and self.o.openmp and work >= PARALLEL_MIN_WORK:
+                out.append(
+                    "    " * depth + "#pragma omp parallel for schedule(static) reduction(|:err)"
+                )
+            out.append("    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+            depth += 1
+        return depth
+
+    def _close(self, out: list[str], loops: list[tuple[str, int]], depth: int) -> int:
+        for _ in loops:
+            depth -= 1
+            out.append("    " * depth + "}")
+        return depth
+
+    # ---- kernels -------------------------------------------------------------------------
+    def _elementwise(self, out: list[str]) -> None:
+        node = self.g.nodes[self.k.node]
+        idx, loops = self._loops(node.shape, "i")
+        depth = self._open(out, loops, 1, True, _numel(node.shape))
+        body = _Body(self, depth)
+        v = body.value(self.k.node, idx, top=self.k.dest == self.s.homes.get(self.k.node))
+        out.extend(body.lines)
+        out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
+        self._close(out, loops, depth)
+
+    def _reduce(self, out: list[str]) -> None:
+        node = self.g.nodes[self.k.node]
+        src = self.g.nodes[node.src[0]]
+        oidx, oloops = self._loops(node.shape, "i")
+        full, rloops = [], []
+        for k, d in enumerate(src.shape):
+            if k in node.arg and d > 1:
+                name = f"r{k}"
+                full.append(Lin.of(Var(name, d)))
+                rloops.append((name, d))
+            else:
+                full.append(oidx[k])
+        depth = self._open(out, oloops, 1, True, _numel(src.shape))
+        t = cexpr.ctype(node.dtype, node.op.value)
+        acc_t = "double" if node.dtype is DType.F32 and node.op is Op.SUM else t
+        out.append("    " * depth + f"{acc_t} acc = {cexpr.reduce_init(node.op, node.dtype)};")
+        depth = self._open(out, rloops, depth, False, 0)
+        body = _Body(self, depth)
+        v = body.value(node.src[0], tuple(full))
+        out.extend(body.lines)
+        if node.dtype is DType.BOOL:
+            combine = f"acc | {v}"
+        elif node.op is Op.SUM:
+            combine = f"acc + {v}"
+        else:
+            combine = cexpr.binary(Op.MAX, node.dtype, "acc", v)
+        out.append("    " * depth + f"acc = {combine};")
+        depth = self._close(out, rloops, depth)
+        out.append("    " * depth + f"out[{row_major(oidx, node.shape).c()}] = ({t})acc;")
+        self._close(out, oloops, depth)
+
+    def _scatter(self, out: list[str]) -> None:
+        node = self.g.nodes[self.k.node]
+        data, indices, updates = node.src
+        idx, loops = self._loops(node.shape, "i")
+        depth = self._open(out, loops, 1, False, 0)
+        body = _Body(self, depth)
+        v = body.value(data, idx)
+        out.extend(body.lines)
+        out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
+        self._close(out, loops, depth)
+        ushape = self.g.nodes[updates].shape
+        uidx, uloops = self._loops(ushape, "u")
+        depth = self._open(out, uloops, 1, False, 0)
+        body = _Body(self, depth)
+        iv = body.value(indices, uidx)
+        uv = body.value(updates, uidx)
+        out.extend(body.lines)
+        n = node.shape[node.arg]
+        g = self.fresh("g")
+        self.uses_err = True
+        out.append("    " * depth + f"int64_t {g} = (int64_t){iv};")
+        out.append("    " * depth + f"if ({g} < 0 || {g} >= {n}) {{ err = 1; {g} = 0; }}")
+        target = list(uidx)
+        target[node.arg] = Lin.of(Dyn(g, n))
+        out.append("    " * depth + f"out[{row_major(tuple(target), node.shape).c()}] = {uv};")
+        self._close(out, uloops, depth)
+
+    def _contraction(self, out: list[str]) -> None:
+        node = self.g.nodes[self.k.node]
+        mul = self.g.nodes[node.src[0]]
+        shape = mul.shape
+        reduced = set(node.arg)
+        idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(shape))
+        loads = [trace_load(self.g, self.s.part.materialized, s, idx) for s in mul.src]
+        (xa, xoff), (ya, yoff) = loads  # type: ignore[misc]
+        axes = [k for k, d in enumerate(shape) if d > 1]
+        outs = [k for k in axes if k not in reduced]
+        var = {k: Var(f"a{k}", shape[k]) for k in axes}
+        pick = _pick_tiles(outs, var, xoff, yoff, shape)
+        if pick is None:  # nothing to block: fall back to the plain reduction loop
+            self._reduce(out)
+            return
+        m_ax, n_ax, swap = pick
+        if swap:
+            (xa, xoff), (ya, yoff) = (ya, yoff), (xa, xoff)
+        t = cexpr.ctype(node.dtype, node.op.value)
+        mr = self.o.mr if m_ax is not None else 1
+        nr = self.o.nr
+        msize = shape[m_ax] if m_ax is not None else 1
+        nsize = shape[n_ax]
+        oidx = tuple(Lin() if k in reduced else e for k, e in enumerate(idx))
+        ooff = row_major(oidx, node.shape)
+        m0, n0 = Var("m0", msize), Var("n0", nsize)
+        sub = {var[n_ax]: Lin.of(n0)}
+        if m_ax is not None:
+            sub[var[m_ax]] = Lin.of(m0)
+        xbase, ybase, obase = xoff.substitute(sub), yoff.substitute(sub), ooff.substitute(sub)
+        cxm = xoff.coeff(var[m_ax]) if m_ax is not None else 0
+        cyn = yoff.coeff(var[n_ax])
+        com = ooff.coeff(var[m_ax]) if m_ax is not None else 0
+        con = ooff.coeff(var[n_ax])
+        px, py = self._pointer(xa), self._pointer(ya)
+        outer = [(f"a{k}", shape[k]) for k in outs if k not in (m_ax, n_ax)]
+        rloops = [(f"a{k}", shape[k]) for k in axes if k in reduced]
+        work = 1
+        for d in shape:
+            work *= d
+        d = 1
+        if self.o.openmp and work >= PARALLEL_MIN_WORK:
+            out.append(f"    #pragma omp parallel for collapse({len(outer) + 2}) schedule(static)")
+        for name, size in outer:
+            out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+            d += 1
+        out.append("    " * d + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
+        out.append("    " * (d + 1) + f"for (int64_t n0 = 0; n0 < {nsize}; n0 += {nr}) {{")
+        d += 2
+        ind = "    " * d
+        out.append(ind + f"{t} acc[{mr}][{nr}];")
+        out.append(
+            ind
+            + f"for (int mi = 0; mi < {mr}; mi++) for (int ni = 0; ni < {nr}; ni++) acc[mi][ni] = 0;"
+        )
+        out.append(ind + f"const int64_t mr = {msize} - m0 < {mr} ? {msize} - m0 : {mr};")
+        out.append(ind + f"const int64_t nr = {nsize} - n0 < {nr} ? {nsize} - n0 : {nr};")
+        fma = ("fmaf" if node.dtype is DType.F32 else "fma") if self.o.fma else None
+        for full in (True, False):
+            out.append(ind + (f"if (mr == {mr} && nr == {nr}) {{" if full else "} else {"))
+            dd = d + 1
+            for name, size in rloops:
+                out.append("    " * dd + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+                dd += 1
+            i2 = "    " * dd
+            out.append(i2 + f"const {t} *xp = {px} + ({xbase.c()});")
+            out.append(i2 + f"const {t} *yp = {py} + ({ybase.c()});")
+            mb, nb = (mr, nr) if full else ("mr", "nr")
+            out.append(i2 + f"for (int mi = 0; mi < {mb}; mi++) {{")
+            out.append(i2 + f"    const {t} xv = xp[mi * {cxm}];")
+            update = (
+                f"{fma}(xv, yp[ni * {cyn}], acc[mi][ni])"
+                if fma
+                else f"acc[mi][ni] + xv * yp[ni * {cyn}]"
+            )
+            out.append(i2 + f"    for (int ni = 0; ni < {nb}; ni++) acc[mi][ni] = {update};")
+            out.append(i2 + "}")
+            for _ in rloops:
+                dd -= 1
+                out.append("    " * dd + "}")
+        out.append(ind + "}")
+        out.append(
+            ind + f"for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) "
+            f"out[{obase.c()} + mi * {com} + ni * {con}] = acc[mi][ni];"
+        )
+        for _ in range(len(outer) + 2):
+            d -= 1
+            out.append("    " * d + "}")
+
+
+def _pick_tiles(outs, var, xoff: Lin, yoff: Lin, shape):  # type: ignore[no-untyped-def]
+    """(m axis or None, n axis, swap operands?) for register blocking, or None."""
+    best = None
+    for n in outs:
+        for swap in (False, True):
+            x, y = (yoff, xoff) if swap else (xoff, yoff)
+            if y.coeff(var[n]) == 0 or x.coeff(var[n]) != 0:
+                continue
+            ms = [m for m in outs if m != n and x.coeff(var[m]) != 0 and y.coeff(var[m]) == 0]
+            m = max(ms, key=lambda k: shape[k], default=None)
+            score = (abs(y.coeff(var[n])) == 1, m is not None, shape[n])
+            if best is None or score > best[0]:
+                best = (score, m, n, swap)
+    return None if best is None else best[1:]
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class _Body:
+    """Statements computing values at one point of a loop nest, memoized by (node, index)."""
+
+    def __init__(self, w: _KernelWriter, depth: int) -> None:
+        self.w = w
+        self.ind = "    " * depth
+        self.lines: list[str] = []
+        self.memo: dict[tuple[int, Index], str] = {}
+
+    def emit(self, t: str, code: str) -> str:
+        name = self.w.fresh()
+        self.lines.append(f"{self.ind}const {t} {name} = {code};")
+        return name
+
+    def value(self, i: int, idx: Index, top: bool = False) -> str:
+        key = (i, idx)
+        if key in self.memo:
+            return self.memo[key]
+        result = self._value(i, idx, top)
+        self.memo[key] = result
+        return result
+
+    def _value(self, i: int, idx: Index, top: bool) -> str:
+        g, w = self.w.g, self.w
+        node = g.nodes[i]
+        t = cexpr.ctype(node.dtype, f"{node.op.value} (IR node %{i})")
+        if i in w.s.part.literals:
+            return cexpr.literal(g.consts[node.arg], node.dtype)
+        if i in w.s.part.materialized and not (top and node.op not in (Op.INPUT, Op.CONST)):
+            return self.emit(t, f"{w._pointer(i)}[{row_major(idx, node.shape).c()}]")
+        if node.op in VIEW:
+            src = g.nodes[node.src[0]]
+            sidx, checks = view_source(node, src.shape, idx)
+            if not checks:
+                return self.value(node.src[0], sidx)
+            clamped = list(sidx)
+            conds = []
+            for k, e in enumerate(sidx):
+                for chk in checks:
+                    if chk.expr == e and chk.size == src.shape[k]:
+                        c = w.fresh("c")
+                        self.lines.append(f"{self.ind}const int64_t {c} = {e.c()};")
+                        conds.append(f"({c} >= 0 && {c} < {chk.size})")
+                        clamped[k] = Lin.of(Dyn(f"lum_clamp({c}, {chk.size - 1})", chk.size))
+                        break
+            inner = self.value(node.src[0], tuple(clamped))
+            fill = cexpr.literal(node.arg[1], node.dtype)
+            return self.emit(t, f"({' && '.join(conds)}) ? {inner} : {fill}")
+        if node.op is Op.IOTA:
+            return self.emit(t, f"({t})({idx[node.arg].c()})")
+        if node.op is Op.GATHER:
+            data, indices = node.src
+            rank = len(g.nodes[indices].shape)
+            ax = node.arg
+            iv = self.value(indices, idx[ax : ax + rank])
+            n = g.nodes[data].shape[ax]
+            gname = w.fresh("g")
+            w.uses_err = True
+            self.lines.append(f"{self.ind}int64_t {gname} = (int64_t){iv};")
+            self.lines.append(
+                f"{self.ind}if ({gname} < 0 || {gname} >= {n}) {{ err = 1; {gname} = 0; }}"
+            )
+            didx = (*idx[:ax], Lin.of(Dyn(gname, n)), *idx[ax + rank :])
+            return self.value(data, didx)
+        args = [self.value(s, idx) for s in node.src]
+        if node.op is Op.CAST:
+            return self.emit(t, cexpr.cast(g.nodes[node.src[0]].dtype, node.dtype, args[0]))
+        if node.op in UNARY:
+            return self.emit(t, cexpr.unary(node.op, node.dtype, args[0]))
+        if node.op in BINARY:
+            return self.emit(t, cexpr.binary(node.op, g.nodes[node.src[0]].dtype, *args))
+        if node.op is Op.WHERE:
+            return self.emit(t, f"{args[0]} ? {args[1]} : {args[2]}")
+        raise AssertionError(f"cannot inline {node.op}")

@@ -1,0 +1,145 @@
+"""`luminal.load(path)` -> Session; `Session.run(inputs)` -> outputs.
+
+Loading verifies every member's hash (`artifact.read_artifact`) and the CPU features the
+code needs before the library is opened.  The library is written, from the verified
+bytes, into a private temporary folder and removed once mapped.  Sessions are safe to use
+from many threads: each call takes its own arena from a pool, and ctypes releases the GIL
+for the duration of the native call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from luminal.compiler.artifact import read_artifact
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.ir import DType, TensorSpec
+from luminal.errors import ArtifactIncompatible, UsageError
+
+ALIGN = 64
+
+
+class Session:
+    def __init__(
+        self, path: Path, manifest: Mapping[str, Any], library: ctypes.CDLL, weights: np.ndarray
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self._lib = library
+        self._weights = weights
+        self._arena_bytes = int(manifest["memory"]["arena_bytes"])
+        self._arenas: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+        self.inputs = tuple(_spec(s) for s in manifest["inputs"])
+        self.outputs = tuple(_spec(s) for s in manifest["outputs"])
+        self._run = library.lum_run
+        self._run.argtypes = [ctypes.c_void_p] * 4
+        self._run.restype = ctypes.c_int
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        feeds = _check_inputs(self.inputs, inputs)
+        outs = [np.empty(s.shape, s.dtype.np) for s in self.outputs]
+        in_ptrs = (ctypes.c_void_p * max(len(feeds), 1))(*[a.ctypes.data for a in feeds])
+        out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[a.ctypes.data for a in outs])
+        arena = self._take_arena()
+        try:
+            status = self._run(arena.ctypes.data, self._weights.ctypes.data, in_ptrs, out_ptrs)
+        finally:
+            self._arenas.put(arena)
+        if status != 0:
+            raise UsageError(
+                "an index input is out of range for the tensor it indexes (a gather or scatter)"
+            )
+        return {s.name: a for s, a in zip(self.outputs, outs, strict=True)}
+
+    def _take_arena(self) -> np.ndarray:
+        try:
+            return self._arenas.get_nowait()
+        except queue.Empty:
+            return _aligned(self._arena_bytes)
+
+
+def load(path: str | os.PathLike[str]) -> Session:
+    """Verify and load a `.lmnl` artifact."""
+    file = Path(path)
+    art = read_artifact(file)
+    manifest = art.manifest
+    _check_target(file, manifest)
+    weights = _aligned(len(art.members["weights.bin"]))
+    weights[:] = np.frombuffer(art.members["weights.bin"], np.uint8)
+    with tempfile.TemporaryDirectory(prefix="luminal-lib-") as tmp:
+        lib_path = Path(tmp) / "model.so"
+        fd = os.open(lib_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(art.members["model.so"])
+        try:
+            library = ctypes.CDLL(str(lib_path))
+        except OSError as err:
+            raise ArtifactIncompatible(
+                f"{file}: the compiled library cannot be loaded here ({err})"
+            ) from None
+    if library.lum_abi_version() != manifest["abi"]:
+        raise ArtifactIncompatible(
+            f"{file}: library ABI {library.lum_abi_version()} != manifest {manifest['abi']}"
+        )
+    return Session(file, manifest, library, weights)
+
+
+def _check_target(file: Path, manifest: Mapping[str, Any]) -> None:
+    target = manifest.get("target", {})
+    if target.get("kind") != "cpu":
+        raise ArtifactIncompatible(
+            f"{file}: built for target '{target.get('kind')}', this runtime runs 'cpu'"
+        )
+    cpu = detect_cpu()
+    if target.get("arch") != cpu.arch:
+        raise ArtifactIncompatible(
+            f"{file}: built for {target.get('arch')}, this machine is {cpu.arch}"
+        )
+    missing = [f for f in target.get("cpu_features", []) if f not in cpu.simd]
+    if missing:
+        raise ArtifactIncompatible(
+            f"{file}: built for CPU features this machine lacks: {', '.join(missing)}; recompile it here"
+        )
+
+
+def _spec(data: Mapping[str, Any]) -> TensorSpec:
+    return TensorSpec(data["name"], tuple(data["shape"]), DType(data["dtype"]))
+
+
+def _check_inputs(
+    specs: tuple[TensorSpec, ...], inputs: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    names = {s.name for s in specs}
+    extra = set(inputs) - names
+    if extra:
+        raise UsageError(
+            f"unknown input(s) {sorted(extra)}; the model takes {[s.name for s in specs]}"
+        )
+    out = []
+    for s in specs:
+        if s.name not in inputs:
+            raise UsageError(
+                f"missing input '{s.name}' ({'x'.join(map(str, s.shape))} {s.dtype.value})"
+            )
+        a = np.asarray(inputs[s.name])
+        if a.shape != s.shape:
+            raise UsageError(f"input '{s.name}' has shape {a.shape}, the model wants {s.shape}")
+        if a.dtype != s.dtype.np:
+            raise UsageError(
+                f"input '{s.name}' has dtype {a.dtype}, the model wants {s.dtype.value}"
+            )
+        out.append(np.ascontiguousarray(a) if a.ndim else a.reshape(()).copy())
+    return out
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start : start + nbytes]

@@ -1,0 +1,90 @@
+"""Views as index arithmetic: where a view's element (i0, i1, ...) lives in its source.
+
+`row_major(idx, shape)` is the flat offset of a multi-index; `view_source(node, idx)`
+maps a view's index to its source's index (PAD also yields the in-bounds conditions);
+`trace_load` follows a chain of pure views to a buffer and gives the flat offset there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from luminal.compiler.ir import Graph, Node, Op, Shape
+from luminal.compiler.schedule.symbolic import Lin
+
+Index = tuple[Lin, ...]
+
+
+def row_major(idx: Sequence[Lin], shape: Shape) -> Lin:
+    flat = Lin()
+    stride = 1
+    for e, d in zip(reversed(idx), reversed(shape), strict=True):
+        if d != 1:
+            flat = flat + e * stride
+        stride *= d
+    return flat
+
+
+def unflatten(flat: Lin, shape: Shape) -> Index:
+    out = []
+    stride = 1
+    strides = []
+    for d in reversed(shape):
+        strides.append(stride)
+        stride *= d
+    strides.reverse()
+    for k, (d, s) in enumerate(zip(shape, strides, strict=True)):
+        if d == 1:
+            out.append(Lin())
+            continue
+        e = flat // s
+        out.append(e if k == 0 else e % d)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PadCheck:
+    """Index `expr` of a padded axis must lie in [0, size) for the source to be read."""
+
+    expr: Lin
+    size: int
+
+
+def view_source(node: Node, src_shape: Shape, idx: Index) -> tuple[Index, tuple[PadCheck, ...]]:
+    """Source index of a view's element; PAD returns unclamped indices plus the checks."""
+    op, arg = node.op, node.arg
+    if op is Op.RESHAPE:
+        return unflatten(row_major(idx, node.shape), src_shape), ()
+    if op is Op.PERMUTE:
+        src: list[Lin] = [Lin()] * len(arg)
+        for k, p in enumerate(arg):
+            src[p] = idx[k]
+        return tuple(src), ()
+    if op is Op.EXPAND:
+        return tuple(Lin() if s == 1 else e for e, s in zip(idx, src_shape, strict=True)), ()
+    if op is Op.SLICE:
+        return tuple(
+            Lin(const=start) + e * step for e, (start, step) in zip(idx, arg, strict=True)
+        ), ()
+    if op is Op.PAD:
+        widths, _ = arg
+        out, checks = [], []
+        for e, (before, after), size in zip(idx, widths, src_shape, strict=True):
+            shifted = e + (-before)
+            out.append(shifted)
+            if before or after:
+                checks.append(PadCheck(shifted, size))
+        return tuple(out), tuple(checks)
+    raise AssertionError(f"{op} is not a view")
+
+
+def trace_load(graph: Graph, mat: frozenset[int], i: int, idx: Index) -> tuple[int, Lin] | None:
+    """Follow views (no PAD) from node i to a materialized node: (node, flat offset)."""
+    while i not in mat:
+        node = graph.nodes[i]
+        if node.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE):
+            return None
+        idx, _ = view_source(node, graph.nodes[node.src[0]].shape, idx)
+        i = node.src[0]
+    return i, row_major(idx, graph.nodes[i].shape)
