@@ -7,8 +7,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.luminal-installed
 EXAMPLE := examples/mlp.onnx
+BENCH_DURATION ?= 10
 
-.PHONY: setup demo test slow lint clean
+.PHONY: setup demo test slow lint bench clean
 
 setup: $(STAMP)
 
@@ -27,6 +28,8 @@ demo: $(STAMP) $(EXAMPLE)
 	$(VENV)/bin/luminal devices
 	$(VENV)/bin/luminal inspect $(EXAMPLE)
 	$(VENV)/bin/luminal run $(EXAMPLE) --reference --compare onnxruntime
+	$(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl
+	$(VENV)/bin/luminal run examples/mlp.lmnl --compare onnxruntime
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -38,5 +41,8 @@ test: lint
 slow: lint
 	$(PY) -m pytest -q -m "slow or not slow"
 
+bench: $(STAMP)
+	$(PY) -m benchmarks.compare --duration $(BENCH_DURATION) --json benchmarks/compare.json
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) examples/*.lmnl *.egg-info

@@ -1,0 +1,180 @@
+"""ONNX Runtime vs PyTorch eager vs luminal on the public model suite, side by side.
+
+Method: every arm gets the same inputs and the same thread count.  Each arm is warmed up
+until its last five block times agree within 10% (or 30 blocks pass), then the arms run
+in interleaved rounds, in a shuffled order each round, one timed block of runs per arm
+per round, until every model has had `--duration` seconds and `--min-rounds` rounds.  A
+sample is a block's time divided by its runs.  We report the median latency, the
+interquartile range, and each arm's median relative to ONNX Runtime's (ratio of medians).
+Outputs of every arm are checked against ONNX Runtime first.
+
+    python -m benchmarks.compare                         # all four models, markdown table
+    python -m benchmarks.compare --models mlp,cnn --duration 5 --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ARMS = ("onnxruntime", "torch-eager", "luminal")
+
+
+def _prepare(name: str, tmp: Path, threads: int) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
+    import onnxruntime as ort
+    import torch
+
+    import luminal
+    from benchmarks.models import build, example_feeds, export_onnx
+    from luminal.compiler.frontend.onnx import load
+    from luminal.compiler.pipeline import compile_model
+    from luminal.metering.parity import compare
+
+    model = build(name)
+    feeds = example_feeds(model)
+    onnx_path = export_onnx(model, tmp / f"{name}.onnx")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    t0 = time.perf_counter()
+    result = compile_model(load(onnx_path), tmp / f"{name}.lmnl")
+    compile_s = time.perf_counter() - t0
+    compiled = luminal.load(result.path)
+    torch.set_num_threads(threads)
+    module, args = model.module, model.example_inputs
+
+    def run_torch() -> Any:
+        with torch.inference_mode():
+            return module(*args)
+
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+    got = compiled.run(feeds)
+    with torch.inference_mode():
+        eager = module(*args)
+    eager_out = {next(iter(ref)): (eager[0] if isinstance(eager, tuple) else eager).numpy()}
+    info = {
+        "compile_seconds": round(compile_s, 3),
+        "kernels": result.kernels,
+        "arena_bytes": result.arena_bytes,
+        "parity_luminal": compare(got, ref).to_json(),
+        "parity_torch": compare(eager_out, ref).to_json(),
+    }
+    return {
+        "onnxruntime": lambda: sess.run(None, feeds),
+        "torch-eager": run_torch,
+        "luminal": lambda: compiled.run(feeds),
+    }, info
+
+
+def _block(fn: Callable[[], Any], runs: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        fn()
+    return (time.perf_counter() - t0) / runs
+
+
+def _runs_per_block(fn: Callable[[], Any], target_s: float = 0.05) -> int:
+    single = _block(fn, 1)
+    return max(1, min(1000, int(target_s / max(single, 1e-6))))
+
+
+def _warm(fn: Callable[[], Any], runs: int) -> int:
+    recent: list[float] = []
+    for n in range(1, 31):
+        recent.append(_block(fn, runs))
+        last = recent[-5:]
+        if len(last) == 5 and max(last) <= 1.10 * min(last):
+            return n
+    return 30
+
+
+def measure(name: str, duration: float, min_rounds: int, threads: int, seed: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="luminal-bench-") as tmp:
+        arms, info = _prepare(name, Path(tmp), threads)
+        runs = {arm: _runs_per_block(fn) for arm, fn in arms.items()}
+        warm = {arm: _warm(fn, runs[arm]) for arm, fn in arms.items()}
+        samples: dict[str, list[float]] = {arm: [] for arm in arms}
+        rng = random.Random(seed)
+        start = time.perf_counter()
+        rounds = 0
+        while rounds < min_rounds or time.perf_counter() - start < duration:
+            order = list(arms)
+            rng.shuffle(order)
+            for arm in order:
+                samples[arm].append(_block(arms[arm], runs[arm]))
+            rounds += 1
+    stats = {}
+    for arm, xs in samples.items():
+        q = statistics.quantiles(xs, n=4)
+        stats[arm] = {
+            "median_ms": statistics.median(xs) * 1e3,
+            "q1_ms": q[0] * 1e3,
+            "q3_ms": q[2] * 1e3,
+            "runs_per_block": runs[arm],
+            "warmup_blocks": warm[arm],
+            "samples_ms": [x * 1e3 for x in xs],
+        }
+    base = stats["onnxruntime"]["median_ms"]
+    for arm in stats:
+        stats[arm]["vs_onnxruntime"] = stats[arm]["median_ms"] / base
+    return {"model": name, "rounds": rounds, "arms": stats, **info}
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| model | ONNX Runtime ms | torch eager ms | luminal ms | luminal / ORT | parity (max abs) | compile s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        a = r["arms"]
+
+        def cell(arm: str, a: dict[str, Any] = a) -> str:
+            s = a[arm]
+            return f"{s['median_ms']:.3f} [{s['q1_ms']:.3f}-{s['q3_ms']:.3f}]"
+
+        ok = "OK" if r["parity_luminal"]["ok"] else "MISMATCH"
+        lines.append(
+            f"| {r['model']} | {cell('onnxruntime')} | {cell('torch-eager')} | {cell('luminal')} "
+            f"| {a['luminal']['vs_onnxruntime']:.2f}x | {ok} ({r['parity_luminal']['max_abs']:.2g}) | {r['compile_seconds']:.1f} |"
+        )
+    lines.append("")
+    lines.append("Median per-run latency [interquartile range] over interleaved rounds; luminal / ORT < 1 means faster.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="mlp,cnn,encoder,gpt")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of interleaved rounds per model")
+    parser.add_argument("--min-rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write all results, raw samples included, here")
+    args = parser.parse_args(argv)
+    results = []
+    for name in args.models.split(","):
+        print(f"measuring {name} ...", file=sys.stderr)
+        results.append(measure(name, args.duration, args.min_rounds, args.threads, args.seed))
+    table = markdown(results)
+    print(table)
+    if args.json:
+        meta = {"machine": platform.platform(), "python": sys.version.split()[0], "threads": args.threads}
+        args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
