@@ -7,6 +7,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.luminal-installed
 EXAMPLE := examples/mlp.onnx
+# Evaluation licensing for the demo: its own LUMINAL_HOME and a local evaluation vendor key.
+DEMO_HOME   := build/demo-home
+DEMO_VENDOR := build/demo-vendor
 BENCH_DURATION ?= 10
 
 .PHONY: setup demo test slow lint bench clean
@@ -28,7 +31,19 @@ demo: $(STAMP) $(EXAMPLE)
 	$(VENV)/bin/luminal devices
 	$(VENV)/bin/luminal inspect $(EXAMPLE)
 	$(VENV)/bin/luminal run $(EXAMPLE) --reference --compare onnxruntime
-	$(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl
+	@# Evaluation license: a local eval vendor key signs a license bound to this install; the
+	@# key is trusted only by an explicit local setting, and `license show` says it is NOT a
+	@# production key.
+	rm -rf $(DEMO_HOME) $(DEMO_VENDOR)
+	$(VENV)/bin/luminal-vendor keygen -o $(DEMO_VENDOR)/eval --valid-days 30
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license request -o $(DEMO_VENDOR)/request.json
+	$(VENV)/bin/luminal-vendor activate $(DEMO_VENDOR)/request.json -k $(DEMO_VENDOR)/eval.key \
+		--licensee evaluation --targets cpu --price cpu=0.10 --days 30 --evaluation \
+		-o $(DEMO_VENDOR)/license.json
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license trust $(DEMO_VENDOR)/eval.pub.json --evaluation
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license install $(DEMO_VENDOR)/license.json
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license show
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl
 	$(VENV)/bin/luminal run examples/mlp.lmnl --compare onnxruntime
 
 lint: $(STAMP)
@@ -45,4 +60,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.compare --duration $(BENCH_DURATION) --json benchmarks/compare.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) examples/*.lmnl *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) examples/*.lmnl *.egg-info build/demo-home build/demo-vendor

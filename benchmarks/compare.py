@@ -27,12 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ARMS = ("onnxruntime", "torch-eager", "luminal")
 
 
-def _prepare(name: str, tmp: Path, threads: int) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
+def _prepare(
+    name: str, tmp: Path, threads: int
+) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
     import onnxruntime as ort
     import torch
 
@@ -151,18 +151,26 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"| {a['luminal']['vs_onnxruntime']:.2f}x | {ok} ({r['parity_luminal']['max_abs']:.2g}) | {r['compile_seconds']:.1f} |"
         )
     lines.append("")
-    lines.append("Median per-run latency [interquartile range] over interleaved rounds; luminal / ORT < 1 means faster.")
+    lines.append(
+        "Median per-run latency [interquartile range] over interleaved rounds; luminal / ORT < 1 means faster."
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", default="mlp,cnn,encoder,gpt")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds of interleaved rounds per model")
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="seconds of interleaved rounds per model"
+    )
     parser.add_argument("--min-rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="also write all results, raw samples included, here")
+    parser.add_argument(
+        "--json", type=Path, help="also write all results, raw samples included, here"
+    )
     args = parser.parse_args(argv)
     results = []
     for name in args.models.split(","):
@@ -171,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(results)
     print(table)
     if args.json:
-        meta = {"machine": platform.platform(), "python": sys.version.split()[0], "threads": args.threads}
+        meta = {
+            "machine": platform.platform(),
+            "python": sys.version.split()[0],
+            "threads": args.threads,
+        }
         args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     return 0
 

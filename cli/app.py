@@ -11,10 +11,13 @@ import traceback
 from typing import Annotated, Any
 
 import typer
-from luminal._version import __version__
-from luminal.cli import devices, inspect, run
-from luminal.errors import LuminalError
 from typer.core import TyperGroup
+
+from luminal._version import __version__
+from luminal.cli import compile as compile_command
+from luminal.cli import devices, inspect, run
+from luminal.cli.license import license_app
+from luminal.errors import LuminalError
 
 
 class _Group(TyperGroup):
@@ -66,9 +69,11 @@ def _root(
     ctx.obj = {"verbose": verbose}
 
 
+app.command("compile")(compile_command.compile_cmd)
 app.command("inspect")(inspect.inspect_cmd)
 app.command("run")(run.run_cmd)
 app.command("devices")(devices.devices_cmd)
+app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 
 
 def main() -> None:

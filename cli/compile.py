@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from luminal import licensing
 from luminal.cli.options import DimOption, JsonOption, parse_dims
 from luminal.compiler.frontend import load_model
 from luminal.compiler.pipeline import STEPS, TARGETS, CompileOptions, CompileResult, compile_model
-from rich.console import Console
-from rich.table import Table
 
 
 def compile_cmd(
@@ -32,6 +34,9 @@ def compile_cmd(
 ) -> None:
     """Compile a model into one artifact file that `luminal run` and `luminal.load` run.
 
+    Needs a license entitling `compile` on the target (exit 3 if not); running the
+    artifact never does.
+
     Examples:
 
       luminal compile model.onnx -o model.lmnl
@@ -40,6 +45,8 @@ def compile_cmd(
     """
     out = output or model.with_suffix(".lmnl")
     console = Console(stderr=True, quiet=as_json)
+    for warning in licensing.check("compile", target).warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     with console.status("loading model") as status:
         loaded = load_model(model, parse_dims(dim))
         options = CompileOptions(target=target, tile_m=tile_m, tile_n=tile_n)

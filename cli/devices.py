@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import typer
-from luminal.cli.options import JsonOption
-from luminal.compiler.hardware import detect_cpu
 from rich.console import Console
 from rich.table import Table
+
+from luminal.cli.options import JsonOption
+from luminal.compiler.hardware import detect_cpu
 
 
 def devices_cmd(as_json: JsonOption = False) -> None:

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
 from luminal.cli.options import DimOption, JsonOption, parse_dims
 from luminal.compiler.frontend import load_model
 from luminal.compiler.summary import ModelSummary, summarize
-from rich.console import Console
-from rich.table import Table
 
 
 def inspect_cmd(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from luminal.errors import UsageError
 
 DimOption = Annotated[

@@ -12,14 +12,15 @@ from typing import Annotated
 
 import numpy as np
 import typer
+from rich.console import Console
+from rich.table import Table
+
 from luminal.cli.engine import Engine
 from luminal.cli.options import DimOption, JsonOption, parse_dims
 from luminal.compiler.inputs import random_inputs, read_inputs
 from luminal.errors import InvalidResult, UsageError
 from luminal.metering.oracles import ORACLES, run_oracle
 from luminal.metering.parity import DEFAULT_ATOL, DEFAULT_RTOL, Parity, compare
-from rich.console import Console
-from rich.table import Table
 
 
 def run_cmd(

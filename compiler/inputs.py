@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+
 from luminal.compiler.ir import DType, TensorSpec
 from luminal.errors import UsageError
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from luminal._version import __version__
 from luminal.compiler.artifact import write_artifact
 from luminal.compiler.backends.cpu import codegen, toolchain

@@ -1,1 +1,24 @@
-"""Licensing: signed license files, activation and entitlements (the licensing issue)."""
+"""Licensing: signed license files, activation (offline and online), entitlements, pricing.
+
+The pieces, one idea a module::
+
+    dsse        the signed-envelope format (licenses, requests, reports, usage)
+    keys        Ed25519 keys, key ids, the vendor keyring (shipped + local trust)
+    identity    this install's key pair and machine fingerprint
+    license     LicenseClaims and its parts (frozen dataclasses <-> JSON)
+    clock       last-seen time and clock-rollback detection
+    enforce     check(feature, target) -> LicenseStatus, or the LicenseError that says why
+    request     activation requests signed by the install key
+    activation  installing a license file; online activation over HTTPS
+    status      what `luminal license show` prints
+    pricing     value-based pricing in Decimal
+    vendor/     the vendor's tool and service (`luminal-vendor`)
+
+Licensing never stops a running compiled model: only compiling and billing features check.
+"""
+
+from luminal.licensing.enforce import LicenseStatus, check
+from luminal.licensing.license import LicenseClaims
+from luminal.licensing.pricing import Quote, quote
+
+__all__ = ["LicenseClaims", "LicenseStatus", "Quote", "check", "quote"]

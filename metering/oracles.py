@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
 from luminal.errors import UsageError
 
 ORACLES = ("onnxruntime", "torch")
@@ -38,10 +40,25 @@ def _run_onnxruntime(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, n
 
 
 def _run_torch(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a .pt2 ExportedProgram eagerly; inputs and outputs are named as the torch
+    frontend names them (the forward's argument names; output0, output1, ...)."""
     if path.suffix.lower() != ".pt2":
         raise UsageError(
             f"{path}: torch compares .pt2 ExportedPrograms only; use --compare onnxruntime"
         )
-    from luminal.compiler.frontend import torch as torch_frontend
+    import torch
+    from torch.export.graph_signature import InputKind
 
-    return torch_frontend.run_eager(path, feeds)
+    from luminal.compiler.frontend import pt2_archive
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = pt2_archive.read_exported(path)
+        names = [
+            s.arg.name for s in ep.graph_signature.input_specs if s.kind is InputKind.USER_INPUT
+        ]
+        args = [torch.from_numpy(np.ascontiguousarray(feeds[n])) for n in names]
+        with torch.inference_mode():
+            result = ep.module()(*args)
+    flat = result if isinstance(result, (tuple, list)) else (result,)
+    return {f"output{k}": t.detach().numpy() for k, t in enumerate(flat)}

@@ -6,8 +6,35 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from luminal.cli.app import app
 from typer.testing import CliRunner
+
+from luminal.cli.app import app
+
+
+@pytest.fixture(scope="session")
+def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LUMINAL_HOME holding a floating evaluation license for every feature on cpu,
+    signed by a vendor key that the home trusts by explicit local (evaluation) setting."""
+    from tests.helpers.licensing_helpers import Vendor
+
+    root = tmp_path_factory.mktemp("licensed")
+    home = root / "home"
+    vendor = Vendor.create(root / "vendor")
+    license_file = vendor.write_license(root / "license.json", None)
+    runner = CliRunner(env={"LUMINAL_HOME": str(home)})
+    for args in (
+        ["license", "trust", str(vendor.pub_path), "--evaluation"],
+        ["license", "install", str(license_file)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _licensed(licensed_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs against the evaluation home unless it sets LUMINAL_HOME itself."""
+    monkeypatch.setenv("LUMINAL_HOME", str(licensed_home))
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ unpickling runs arbitrary code.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = No
     if suffix == ".pt2":
         from luminal.compiler.frontend import torch as torch_frontend
 
-        return torch_frontend.load_exported(file)
+        with warnings.catch_warnings():  # torch's deprecation chatter is not the user's concern
+            warnings.simplefilter("ignore")
+            return torch_frontend.load_exported(file)
     if suffix == ".onnx":
         from luminal.compiler.frontend import onnx as onnx_frontend
 

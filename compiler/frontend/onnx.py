@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import external_data_helper, numpy_helper
+
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.frontend.onnx_ops import OPS, NodeContext
 from luminal.compiler.ir import GraphBuilder, Value
@@ -26,7 +28,6 @@ from luminal.errors import (
     UnsupportedOp,
     UsageError,
 )
-from onnx import external_data_helper, numpy_helper
 
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from luminal.compiler.ir import interpreter
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import Graph, Node, Shape, numel

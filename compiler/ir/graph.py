@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.ops import Op
 

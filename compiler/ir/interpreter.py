@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import Graph, Shape
 from luminal.compiler.ir.ops import Op
@@ -231,7 +232,9 @@ def _scatter(
             f"scatter index {int(idx[bad].flat[0])} out of range [0, {data.shape[axis]}) on axis {axis}"
         )
     out = data.copy()
-    np.put_along_axis(out, idx, upd, axis=axis)
+    # ScatterElements lets indices be shorter than data off the axis: write that corner.
+    corner = tuple(slice(None) if k == axis else slice(0, n) for k, n in enumerate(idx.shape))
+    np.put_along_axis(out[corner], idx, upd, axis=axis)
     return out
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from luminal.compiler.artifact import read_artifact
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, TensorSpec

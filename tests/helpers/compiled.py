@@ -12,7 +12,9 @@ from luminal.compiler.ir import Graph
 from luminal.compiler.pipeline import CompileOptions, compile_model
 
 
-def compile_and_run(graph: Graph, feeds: dict[str, np.ndarray], tmp: Path, **options: object) -> dict[str, np.ndarray]:
+def compile_and_run(
+    graph: Graph, feeds: dict[str, np.ndarray], tmp: Path, **options: object
+) -> dict[str, np.ndarray]:
     path = tmp / "model.lmnl"
     compile_model(LoadedModel(graph, "test", "test"), path, CompileOptions(**options))  # type: ignore[arg-type]
     return luminal.load(path).run(feeds)

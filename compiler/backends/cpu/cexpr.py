@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from luminal.compiler.ir import DType, Op
 from luminal.errors import UnsupportedOp
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.ir import GraphBuilder, Op, Value
 from luminal.errors import GraphError

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import helper, numpy_helper
+
 from luminal.compiler.ir import DType, GraphBuilder, Value
 from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import FrontendError, UnsupportedOp
-from onnx import helper, numpy_helper
 
 
 @dataclass

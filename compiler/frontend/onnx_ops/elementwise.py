@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext
 from luminal.compiler.ir import DType, GraphBuilder, Value

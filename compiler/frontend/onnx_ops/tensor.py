@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.frontend.compose import shape as s
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext

@@ -8,12 +8,13 @@ import pytest
 
 from luminal.compiler.frontend.onnx import load
 from luminal.metering.parity import compare
-from tests.compiler.frontend.test_onnx_ops import CASES
 from tests.helpers.compiled import compile_and_run
-from tests.helpers.onnx_cases import feeds_of, node_model
+from tests.helpers.onnx_cases import CASES, feeds_of, node_model
 
 
-@pytest.mark.parametrize(("op", "inputs", "attrs", "consts", "extra"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("op", "inputs", "attrs", "consts", "extra"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_compiled_op_matches_onnxruntime(op, inputs, attrs, consts, extra, tmp_path) -> None:  # type: ignore[no-untyped-def]
     model = node_model(op, inputs, attrs, consts=consts, **extra)
     path = tmp_path / "model.onnx"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import onnxruntime as ort
 import pytest
+
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import interpreter, spec
 from luminal.metering.parity import compare

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from luminal.compiler.ir import (
     DType,
     Graph,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from luminal.compiler.ir import DType, GraphBuilder, Op, Value, interpreter
 from luminal.compiler.ir.ops import ARITY
 from luminal.errors import UsageError

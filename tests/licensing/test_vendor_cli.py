@@ -1,0 +1,99 @@
+"""`luminal-vendor`: keygen, issue, verify-report, licensee."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from luminal.licensing import dsse
+from luminal.licensing.identity import load_or_create
+from luminal.licensing.keys import read_public_key_file
+from tests.helpers.licensing_helpers import Vendor, make_terms, other_identity, vendor_cli
+
+
+def test_keygen_writes_a_private_and_a_public_file(tmp_path: Path) -> None:
+    prefix = tmp_path / "keys" / "vendor-2026"
+    rc, out, err = vendor_cli("keygen", "-o", prefix)
+    assert rc == 0, err
+    private, public = Path(f"{prefix}.key"), Path(f"{prefix}.pub.json")
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert b"PRIVATE KEY" in private.read_bytes() and b"PRIVATE" not in public.read_bytes()
+    key = read_public_key_file(public)
+    assert f"key {key.keyid}:" in out
+    rc, _, err = vendor_cli("keygen", "-o", prefix)
+    assert rc == 2 and "refusing to overwrite a signing key" in err
+
+
+def test_issue_floating_from_terms(vendor: Vendor, tmp_path: Path) -> None:
+    terms = tmp_path / "terms.json"
+    terms.write_text(json.dumps(make_terms(targets=("cpu", "cuda")).to_json()))
+    out = tmp_path / "floating.json"
+    rc, stdout, err = vendor_cli(
+        "issue", "-k", vendor.key_path, "--terms", terms, "--floating", "-o", out
+    )
+    assert rc == 0, err
+    assert "(floating)" in stdout
+    env = dsse.Envelope.loads(out.read_bytes())
+    assert dsse.verify(env, {vendor.public.keyid: vendor.public.public_key}) == vendor.public.keyid
+    claims = env.payload_json()
+    assert claims["binding"] == {"mode": "floating"} and claims["entitlements"]["targets"] == [
+        "cpu",
+        "cuda",
+    ]
+    rc, _, err = vendor_cli("issue", "-k", vendor.key_path, "--terms", terms, "-o", out)
+    assert rc == 2 and "exactly one of --request" in err
+    rc, _, err = vendor_cli(
+        "issue", "-k", tmp_path / "none.key", "--terms", terms, "--floating", "-o", out
+    )
+    assert rc == 2 and "no such file" in err
+
+
+def test_verify_report(vendor: Vendor, tmp_path: Path, home) -> None:
+    me = load_or_create(home)
+    lic = vendor.write_license(tmp_path / "license.json", me)
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "model.lmnl", "digest": {"sha256": "ab" * 32}}],
+    }
+    report = tmp_path / "report.json"
+    report.write_bytes(me.sign(dsse.REPORT_TYPE, json.dumps(statement).encode()).dumps())
+    rc, out, err = vendor_cli("verify-report", report, "--license", lic, "--json")
+    assert rc == 0, err
+    assert json.loads(out) == {
+        "ok": True,
+        "payloadType": dsse.REPORT_TYPE,
+        "keyid": me.keyid,
+        "subject": statement["subject"],
+    }
+    # signed by another install, or changed after signing: exit 4
+    forged = tmp_path / "forged.json"
+    forged.write_bytes(other_identity().sign(dsse.REPORT_TYPE, b"{}").dumps())
+    rc, _, err = vendor_cli("verify-report", forged, "--license", lic)
+    assert rc == 4 and "signed by unknown key" in err
+    env = dsse.Envelope.loads(report.read_bytes())
+    report.write_bytes(dsse.Envelope(env.payload_type, env.payload + b" ", env.signatures).dumps())
+    rc, _, err = vendor_cli("verify-report", report, "--license", lic)
+    assert rc == 4 and "does not verify" in err
+
+
+def test_licensee_add_and_list(tmp_path: Path) -> None:
+    terms = tmp_path / "terms.json"
+    terms.write_text(json.dumps(make_terms(licensee="globex").to_json()))
+    db = f"sqlite:///{tmp_path / 'v.db'}"
+    rc, out, err = vendor_cli(
+        "licensee", "add", "globex", "--terms", terms, "--db", db, "--max-installs", "3"
+    )
+    assert rc == 0, err
+    assert out.startswith("lk_")
+    rc, _, err = vendor_cli("licensee", "add", "globex", "--terms", terms, "--db", db)
+    assert rc == 2 and "already exists" in err
+    rc, out, _ = vendor_cli("licensee", "list", "--db", db)
+    assert rc == 0 and out.split("\t") == ["globex", "GLOBEX Corp", "0/3 installs\n"]
+
+
+def test_console_script_is_installed() -> None:
+    exe = Path(sys.executable).parent / "luminal-vendor"
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "serve" in out and "verify-report" in out

@@ -1,0 +1,208 @@
+"""`luminal-vendor serve` on 127.0.0.1: online activation, usage upload, and refusals."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from luminal.errors import ActivationError
+from luminal.licensing import activation, dsse
+from luminal.licensing.home import Home
+from luminal.licensing.identity import load_or_create
+from luminal.licensing.request import make_request
+from luminal.licensing.timeutil import to_iso, utcnow
+from luminal.licensing.vendor.app import ServiceConfig, create_app
+from luminal.licensing.vendor.storage import Store
+from tests.helpers.licensing_helpers import Vendor, make_terms, other_identity, vendor_server
+
+MAX_BODY = 8 * 1024
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Vendor, Store]]:
+    folder = tmp_path_factory.mktemp("vendor-service")
+    vendor = Vendor.create(folder)
+    db = folder / "vendor.db"
+    store = Store(f"sqlite:///{db}").init()
+    with vendor_server(vendor.key_path, db, "--max-body", str(MAX_BODY), "--rate", "600") as url:
+        yield url, vendor, store
+
+
+def _licensee(store: Store, max_installs: int = 2) -> str:
+    lid = f"acme-{secrets.token_hex(3)}"
+    return store.add_licensee(
+        lid, "ACME", make_terms(licensee=lid).to_json(), max_installs, to_iso(utcnow())
+    )
+
+
+def _post(url: str, path: str, key: str, body: object) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(url + path, json=body, headers=headers, timeout=10, trust_env=False)
+
+
+def test_online_activation_round_trip(cli, service, tmp_path: Path) -> None:
+    url, vendor, store = service
+    key = _licensee(store)
+    assert cli("license", "trust", vendor.pub_path, "--evaluation")[0] == 0
+    rc, out, err = cli("license", "activate", "--server", url, "--key", key)
+    assert rc == 0, err
+    assert "activated license LIC-" in out and "NOT a production key" in out
+    rc, out, err = cli("license", "check", "--feature", "meter", "--target", "cpu")
+    assert rc == 0, err
+    data = json.loads(cli("license", "show", "--json")[1])
+    assert data["license"]["binding"]["install_keyid"] == data["install"]["keyid"]
+    assert data["license"]["licensee"]["id"].startswith("acme-")
+    assert data["license"]["evaluation"] is True
+
+
+def test_unknown_licensee_is_refused(cli, service) -> None:
+    url, _, _ = service
+    rc, _, err = cli("license", "activate", "--server", url, "--key", "lk_not-a-real-key")
+    assert rc == 3
+    assert "the server refused (401): unknown licensee: missing or invalid API key" in err
+    assert _post(url, "/v1/activate", "", {}).status_code == 401
+
+
+def test_oversized_body_is_refused(service) -> None:
+    url, _, store = service
+    key = _licensee(store)
+    resp = _post(url, "/v1/activate", key, {"request": "x" * (MAX_BODY + 1)})
+    assert resp.status_code == 413 and resp.json()["error"] == f"body over {MAX_BODY} bytes"
+
+
+def test_replayed_and_stale_requests_are_refused(service, home: Home) -> None:
+    url, _, store = service
+    key = _licensee(store)
+    body = {"request": make_request(load_or_create(home)).to_json()}
+    first = _post(url, "/v1/activate", key, body)
+    assert first.status_code == 200 and first.json()["license"]["payloadType"] == dsse.LICENSE_TYPE
+    again = _post(url, "/v1/activate", key, body)
+    assert again.status_code == 409 and "nonce already used" in again.json()["error"]
+    stale = make_request(load_or_create(home), now=utcnow() - timedelta(hours=1))
+    resp = _post(url, "/v1/activate", key, {"request": stale.to_json()})
+    assert resp.status_code == 409 and "outside the 300 s window" in resp.json()["error"]
+
+
+def test_bad_signature_and_install_limit(service) -> None:
+    url, _, store = service
+    key = _licensee(store, max_installs=1)
+    env = make_request(other_identity())
+    claims = {**json.loads(env.payload), "fingerprint": "0" * 32}
+    forged = dsse.Envelope(env.payload_type, json.dumps(claims).encode(), env.signatures)
+    resp = _post(url, "/v1/activate", key, {"request": forged.to_json()})
+    assert resp.status_code == 400 and "signature invalid" in resp.json()["error"]
+    assert (
+        _post(
+            url, "/v1/activate", key, {"request": make_request(other_identity()).to_json()}
+        ).status_code
+        == 200
+    )
+    resp = _post(url, "/v1/activate", key, {"request": make_request(other_identity()).to_json()})
+    assert resp.status_code == 403 and "has used all 1 installs" in resp.json()["error"]
+
+
+def test_usage_upload(service, home: Home) -> None:
+    url, _, store = service
+    key = _licensee(store)
+    me = load_or_create(home)
+    assert (
+        _post(url, "/v1/activate", key, {"request": make_request(me).to_json()}).status_code == 200
+    )
+    export = me.sign(dsse.USAGE_TYPE, json.dumps({"device_hours": "12.5"}).encode())
+    result = activation.upload_usage(url, key, export, me)
+    assert result["accepted"] is True
+    # an install that never activated for this licensee
+    with pytest.raises(ActivationError, match=r"refused \(403\): install .* is not activated"):
+        activation.upload_usage(url, key, export, other_identity())
+    # a usage export signed by someone else inside a genuine upload
+    stranger = other_identity().sign(dsse.USAGE_TYPE, b"{}")
+    with pytest.raises(
+        ActivationError, match=r"refused \(400\): upload rejected: signed by unknown key"
+    ):
+        activation.upload_usage(url, key, stranger, me)
+
+
+def test_rate_limit_per_licensee(vendor: Vendor, tmp_path: Path, home: Home) -> None:
+    store = Store(tmp_path / "rl.db").init()
+    key = store.add_licensee("acme", "ACME", make_terms().to_json(), 10, to_iso(utcnow()))
+    app = create_app(store, vendor.signer, ServiceConfig(rate_per_minute=3))
+    me = load_or_create(home)
+
+    async def four_requests() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            headers = {"Authorization": f"Bearer {key}"}
+            return [
+                await client.post(
+                    "/v1/activate", json={"request": make_request(me).to_json()}, headers=headers
+                )
+                for _ in range(4)
+            ]
+
+    codes = anyio.run(four_requests)
+    assert [r.status_code for r in codes] == [200, 200, 200, 429]
+    assert codes[-1].json()["error"] == "rate limit exceeded"
+    assert int(codes[-1].headers["retry-after"]) >= 1
+
+
+def test_client_retries_with_backoff_then_gives_up(home: Home, vendor: Vendor) -> None:
+    seen: list[int] = []
+    sleeps: list[float] = []
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        seen.append(1)
+        if len(seen) < 3:
+            return httpx.Response(503, json={"error": "busy"})
+        raise httpx.ConnectError("down", request=request)
+
+    with pytest.raises(
+        ActivationError, match=r"no answer after 4 attempts \(last: ConnectError: down\)"
+    ):
+        activation.activate_online(
+            "https://license.example.com",
+            "lk_x",
+            transport=httpx.MockTransport(flaky),
+            sleep=sleeps.append,
+        )
+    assert len(seen) == 4 and sleeps == [0.5, 1.0, 2.0]
+
+
+def test_client_accepts_a_license_after_a_retry(home: Home, vendor: Vendor) -> None:
+    from luminal.licensing.request import read_request
+    from luminal.licensing.vendor.issuer import bind_to, issue
+
+    nonces: list[str] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        env = dsse.Envelope.from_json(json.loads(request.content)["request"])
+        req = read_request(env, "mock")
+        nonces.append(req.nonce)
+        if len(nonces) == 1:
+            return httpx.Response(429, headers={"Retry-After": "1"}, json={"error": "slow down"})
+        assert request.headers["authorization"] == "Bearer lk_x"
+        _, lic = issue(make_terms(), vendor.signer, bind_to(req))
+        return httpx.Response(200, json={"license": lic.to_json()})
+
+    sleeps: list[float] = []
+    status = activation.activate_online(
+        "https://license.example.com",
+        "lk_x",
+        keyring=vendor.keyring(),
+        transport=httpx.MockTransport(server),
+        sleep=sleeps.append,
+    )
+    assert status.state == "valid" and sleeps == [1.0]
+    assert len(set(nonces)) == 2  # every try is a fresh request
+    assert home.license.exists()
+
+
+def test_plain_http_only_to_loopback(cli) -> None:
+    rc, _, err = cli("license", "activate", "--server", "http://license.example.com", "--key", "k")
+    assert rc == 2 and "plain http is allowed only to localhost" in err
