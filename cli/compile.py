@@ -26,9 +26,15 @@ def compile_cmd(
         str, typer.Option(help=f"Device to compile for: {', '.join(TARGETS)}.")
     ] = "cpu",
     tile_m: Annotated[
-        int, typer.Option(help="Contraction tile rows (register blocking).", min=1, max=16)
-    ] = 4,
-    tile_n: Annotated[int, typer.Option(help="Contraction tile columns.", min=1, max=64)] = 16,
+        int | None,
+        typer.Option(
+            help="Contraction tile rows (default: by the CPU's vector width).", min=1, max=16
+        ),
+    ] = None,
+    tile_n: Annotated[
+        int | None,
+        typer.Option(help="Contraction tile columns (default: by vector width).", min=1, max=64),
+    ] = None,
     dim: DimOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -32,8 +32,8 @@ STEPS = ("verify IR", "schedule", "generate C", "build library", "pack weights",
 @dataclass(frozen=True)
 class CompileOptions:
     target: str = "cpu"
-    tile_m: int = 4
-    tile_n: int = 16
+    tile_m: int | None = None  # contraction register tile; None picks by vector width
+    tile_n: int | None = None
     openmp: bool = True
 
     def cache_key(self) -> str:
@@ -86,8 +86,8 @@ def compile_model(
     with clock("generate C"):
         tc = toolchain.find_toolchain()
         cg = codegen.CodegenOptions(
-            mr=options.tile_m,
-            nr=options.tile_n,
+            mr=options.tile_m or default_tiles(features)[0],
+            nr=options.tile_n or default_tiles(features)[1],
             fma="fma" in features,
             openmp=options.openmp and tc.openmp,
         )
@@ -140,6 +140,17 @@ def compile_model(
         cpu_features=features,
         seconds=seconds,
     )
+
+
+def default_tiles(features: tuple[str, ...]) -> tuple[int, int]:
+    """Register tile (rows, columns) of f32 accumulators that fits the vector registers:
+    8 x 32 is 16 zmm registers with AVX-512, 6 x 16 is 12 ymm with AVX2.  Measured on the
+    encoder: 4 x 16 ran at a third of the speed of 8 x 32 on an AVX-512 machine."""
+    if "avx512f" in features:
+        return 8, 32
+    if "avx2" in features or "avx" in features:
+        return 6, 16
+    return 4, 8
 
 
 def pack_weights(sched: Schedule) -> bytes:

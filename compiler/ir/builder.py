@@ -2,8 +2,9 @@
 rejects malformed nodes at once, and folds operations whose operands are all constants.
 
 Folding evaluates the op with the reference interpreter, so a folded graph means exactly
-what the unfolded one did.  Views that would grow a constant (EXPAND to a large shape)
-are not folded: they stay free views instead of becoming large weights.
+what the unfolded one did.  An op whose result would be bigger than its constant operands
+(a broadcast) is not folded, except small integer tensors (shape arithmetic): a broadcast
+bias or a scalar stays a free view instead of becoming a large weight.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from luminal.compiler.ir.graph import Graph, Node, Shape, numel
 from luminal.compiler.ir.ops import ARITY, BINARY, COMPARE, REDUCE, UNARY, Op
 from luminal.errors import GraphError
 
-#: Constants up to this many elements may be created by folding regardless of growth.
+#: Integer constants up to this many elements may be created by folding regardless of growth.
 FOLD_SMALL = 4096
 
 
@@ -238,7 +239,9 @@ class GraphBuilder:
         assert len(srcs) == ARITY[op], op
         if self._fold and op is not Op.IOTA and srcs and all(self.is_const(s) for s in srcs):
             biggest = max(numel(s.shape) for s in srcs)
-            if numel(shape) <= max(biggest, FOLD_SMALL):
+            # Fold when the result is no bigger than an operand; small integer tensors
+            # (shape arithmetic) may grow.  A broadcast float constant stays a free view.
+            if numel(shape) <= biggest or (numel(shape) <= FOLD_SMALL and not dtype.is_float):
                 arrays = [self.const_value(s) for s in srcs]
                 return self.const(interpreter.eval_op(op, arg, shape, dtype, arrays))
         return self._add(Node(op, tuple(s.id for s in srcs), shape, dtype, arg))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from luminal.compiler.ir import Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE
 from luminal.compiler.schedule import memory
-from luminal.compiler.schedule.indexing import trace_load
+from luminal.compiler.schedule.indexing import row_major, split_loops, trace_load
 from luminal.compiler.schedule.partition import Partition, leaves, partition
 from luminal.compiler.schedule.symbolic import Lin, Var
 
@@ -144,13 +144,39 @@ def _kind(graph: Graph, mat: frozenset[int], i: int) -> str:
             and graph.nodes[src].op is Op.MUL
             and graph.nodes[src].dtype.is_float
         ):
-            shape = graph.nodes[src].shape
-            idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(shape))
-            loads = [trace_load(graph, mat, s, idx) for s in graph.nodes[src].src]
-            if all(ld is not None and ld[1].is_affine for ld in loads):
+            if contraction_loops(graph, mat, i) is not None:
                 return "contraction"
         return "reduce"
     return "elementwise"
+
+
+@dataclass(frozen=True)
+class ContractionLoops:
+    """A SUM over a MUL of two affine loads, as loops: every variable, which are reduced,
+    and the flat offsets into both operands' buffers and the output."""
+
+    loops: tuple[Var, ...]
+    reduced: frozenset[Var]
+    x: tuple[int, Lin]  # (buffer node, offset)
+    y: tuple[int, Lin]
+    out: Lin
+
+
+def contraction_loops(graph: Graph, mat: frozenset[int], i: int) -> ContractionLoops | None:
+    node = graph.nodes[i]
+    mul = graph.nodes[node.src[0]]
+    idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(mul.shape))
+    loads = [trace_load(graph, mat, s, idx) for s in mul.src]
+    if any(ld is None for ld in loads):
+        return None
+    (xb, xo), (yb, yo) = loads  # type: ignore[misc]
+    out = row_major(tuple(Lin() if k in node.arg else e for k, e in enumerate(idx)), node.shape)
+    loops = [Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1]
+    reduced = frozenset(Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1 and k in node.arg)
+    loops, reduced, (xo, yo, out) = split_loops(loops, reduced, [xo, yo, out])
+    if not (xo.is_affine and yo.is_affine and out.is_affine):
+        return None
+    return ContractionLoops(tuple(loops), reduced, (xb, xo), (yb, yo), out)
 
 
 def _inplace_candidate(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from luminal.compiler.ir import Graph, Node, Op, Shape
-from luminal.compiler.schedule.symbolic import Lin
+from luminal.compiler.schedule.symbolic import Div, Lin, Mod, Var
 
 Index = tuple[Lin, ...]
 
@@ -88,3 +88,43 @@ def trace_load(graph: Graph, mat: frozenset[int], i: int, idx: Index) -> tuple[i
         idx, _ = view_source(node, graph.nodes[node.src[0]].shape, idx)
         i = node.src[0]
     return i, row_major(idx, graph.nodes[i].shape)
+
+
+def split_loops(
+    loops: Sequence[Var], reduced: frozenset[Var], exprs: Sequence[Lin]
+) -> tuple[list[Var], frozenset[Var], list[Lin]]:
+    """Split a loop variable v into (v_hi, v_lo) wherever an index divides or reduces v
+    by a d that divides its size: v = d*v_hi + v_lo turns `v // d` and `v % d` affine.
+    This is how a contraction reads an operand through reshape(permute(buffer)).  The
+    halves of a reduced variable are reduced."""
+    loops, exprs, red = list(loops), list(exprs), set(reduced)
+    changed = True
+    while changed:
+        changed = False
+        for e in exprs:
+            for atom, _ in e.terms:
+                if not isinstance(atom, (Div, Mod)):
+                    continue
+                inner = atom.x
+                if inner.const or len(inner.terms) != 1 or inner.terms[0][1] != 1:
+                    continue
+                v = inner.terms[0][0]
+                if (
+                    not isinstance(v, Var)
+                    or v not in loops
+                    or v.size % atom.d
+                    or atom.d in (1, v.size)
+                ):
+                    continue
+                hi, lo = Var(f"{v.name}h", v.size // atom.d), Var(f"{v.name}l", atom.d)
+                sub = {v: Lin.of(hi) * atom.d + Lin.of(lo)}
+                exprs = [x.substitute(sub) for x in exprs]
+                k = loops.index(v)
+                loops[k : k + 1] = [hi, lo]
+                if v in red:
+                    red |= {hi, lo}
+                changed = True
+                break
+            if changed:
+                break
+    return loops, frozenset(red & set(loops)), exprs

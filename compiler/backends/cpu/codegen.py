@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
-from luminal.compiler.schedule import Kernel, Place, Schedule
-from luminal.compiler.schedule.indexing import Index, row_major, trace_load, view_source
+from luminal.compiler.schedule import Kernel, Place, Schedule, contraction_loops
+from luminal.compiler.schedule.indexing import Index, row_major, view_source
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
 
 #: Elements (or multiply-adds) below which a kernel stays on one thread.
@@ -28,15 +28,31 @@ class CodegenOptions:
     nr: int = 16  # contraction tile columns (a multiple of the vector width)
     fma: bool = True  # accumulate contractions with fused multiply-add
     openmp: bool = True
+    profile: bool = False  # time every kernel into lum_kernel_seconds[]
 
 
 def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str:
     parts = [cexpr.PRELUDE]
     for kernel in sched.kernels:
         parts.append(_KernelWriter(sched, kernel, options).write())
-    calls = "\n".join(
-        f"    err |= {k.name}(arena, weights, inputs, outputs);" for k in sched.kernels
-    )
+    if options.profile:
+        # Per-kernel wall time, summed over calls: read lum_kernel_seconds[0..n).
+        n = len(sched.kernels)
+        parts.append(
+            "#include <time.h>\n"
+            f"double lum_kernel_seconds[{max(n, 1)}];\nint lum_kernel_count(void) {{ return {n}; }}\n"
+            "static double lum_now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); "
+            "return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
+        )
+        calls = "    double t0;\n" + "\n".join(
+            f"    t0 = lum_now(); err |= {k.name}(arena, weights, inputs, outputs); "
+            f"lum_kernel_seconds[{n_}] += lum_now() - t0;"
+            for n_, k in enumerate(sched.kernels)
+        )
+    else:
+        calls = "\n".join(
+            f"    err |= {k.name}(arena, weights, inputs, outputs);" for k in sched.kernels
+        )
     parts.append(
         "int lum_abi_version(void) { return 1; }\n\n"
         "int lum_run(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {\n"
@@ -204,44 +220,36 @@ class _KernelWriter:
 
     def _contraction(self, out: list[str]) -> None:
         node = self.g.nodes[self.k.node]
-        mul = self.g.nodes[node.src[0]]
-        shape = mul.shape
-        reduced = set(node.arg)
-        idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(shape))
-        loads = [trace_load(self.g, self.s.part.materialized, s, idx) for s in mul.src]
-        (xa, xoff), (ya, yoff) = loads  # type: ignore[misc]
-        axes = [k for k, d in enumerate(shape) if d > 1]
-        outs = [k for k in axes if k not in reduced]
-        var = {k: Var(f"a{k}", shape[k]) for k in axes}
-        pick = _pick_tiles(outs, var, xoff, yoff, shape)
+        cl = contraction_loops(self.g, self.s.part.materialized, self.k.node)
+        assert cl is not None
+        (xa, xoff), (ya, yoff) = cl.x, cl.y
+        outs = [v for v in cl.loops if v not in cl.reduced]
+        pick = _pick_tiles(outs, xoff, yoff)
         if pick is None:  # nothing to block: fall back to the plain reduction loop
             self._reduce(out)
             return
-        m_ax, n_ax, swap = pick
+        m, n, swap = pick
         if swap:
             (xa, xoff), (ya, yoff) = (ya, yoff), (xa, xoff)
         t = cexpr.ctype(node.dtype, node.op.value)
-        mr = self.o.mr if m_ax is not None else 1
+        mr = self.o.mr if m is not None else 1
         nr = self.o.nr
-        msize = shape[m_ax] if m_ax is not None else 1
-        nsize = shape[n_ax]
-        oidx = tuple(Lin() if k in reduced else e for k, e in enumerate(idx))
-        ooff = row_major(oidx, node.shape)
-        m0, n0 = Var("m0", msize), Var("n0", nsize)
-        sub = {var[n_ax]: Lin.of(n0)}
-        if m_ax is not None:
-            sub[var[m_ax]] = Lin.of(m0)
-        xbase, ybase, obase = xoff.substitute(sub), yoff.substitute(sub), ooff.substitute(sub)
-        cxm = xoff.coeff(var[m_ax]) if m_ax is not None else 0
-        cyn = yoff.coeff(var[n_ax])
-        com = ooff.coeff(var[m_ax]) if m_ax is not None else 0
-        con = ooff.coeff(var[n_ax])
+        msize = m.size if m is not None else 1
+        m0, n0 = Var("m0", msize), Var("n0", n.size)
+        sub = {n: Lin.of(n0)}
+        if m is not None:
+            sub[m] = Lin.of(m0)
+        xbase, ybase, obase = xoff.substitute(sub), yoff.substitute(sub), cl.out.substitute(sub)
+        cxm = xoff.coeff(m) if m is not None else 0
+        cyn = yoff.coeff(n)
+        com = cl.out.coeff(m) if m is not None else 0
+        con = cl.out.coeff(n)
         px, py = self._pointer(xa), self._pointer(ya)
-        outer = [(f"a{k}", shape[k]) for k in outs if k not in (m_ax, n_ax)]
-        rloops = [(f"a{k}", shape[k]) for k in axes if k in reduced]
+        outer = [(v.name, v.size) for v in outs if v not in (m, n)]
+        rloops = [(v.name, v.size) for v in cl.loops if v in cl.reduced]
         work = 1
-        for d in shape:
-            work *= d
+        for v in cl.loops:
+            work *= v.size
         d = 1
         if self.o.openmp and work >= PARALLEL_MIN_WORK:
             out.append(f"    #pragma omp parallel for collapse({len(outer) + 2}) schedule(static)")
@@ -249,7 +257,7 @@ class _KernelWriter:
             out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
             d += 1
         out.append("    " * d + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
-        out.append("    " * (d + 1) + f"for (int64_t n0 = 0; n0 < {nsize}; n0 += {nr}) {{")
+        out.append("    " * (d + 1) + f"for (int64_t n0 = 0; n0 < {n.size}; n0 += {nr}) {{")
         d += 2
         ind = "    " * d
         out.append(ind + f"{t} acc[{mr}][{nr}];")
@@ -258,7 +266,7 @@ class _KernelWriter:
             + f"for (int mi = 0; mi < {mr}; mi++) for (int ni = 0; ni < {nr}; ni++) acc[mi][ni] = 0;"
         )
         out.append(ind + f"const int64_t mr = {msize} - m0 < {mr} ? {msize} - m0 : {mr};")
-        out.append(ind + f"const int64_t nr = {nsize} - n0 < {nr} ? {nsize} - n0 : {nr};")
+        out.append(ind + f"const int64_t nr = {n.size} - n0 < {nr} ? {n.size} - n0 : {nr};")
         fma = ("fmaf" if node.dtype is DType.F32 else "fma") if self.o.fma else None
         for full in (True, False):
             out.append(ind + (f"if (mr == {mr} && nr == {nr}) {{" if full else "} else {"))
@@ -284,7 +292,7 @@ class _KernelWriter:
                 out.append("    " * dd + "}")
         out.append(ind + "}")
         out.append(
-            ind + f"for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) "
+            ind + "for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) "
             f"out[{obase.c()} + mi * {com} + ni * {con}] = acc[mi][ni];"
         )
         for _ in range(len(outer) + 2):
@@ -292,17 +300,19 @@ class _KernelWriter:
             out.append("    " * d + "}")
 
 
-def _pick_tiles(outs, var, xoff: Lin, yoff: Lin, shape):  # type: ignore[no-untyped-def]
-    """(m axis or None, n axis, swap operands?) for register blocking, or None."""
+def _pick_tiles(outs: list[Var], xoff: Lin, yoff: Lin) -> tuple[Var | None, Var, bool] | None:
+    """(m loop or None, n loop, swap operands?) for register blocking, or None: n is an
+    output loop only the second operand moves along (unit stride preferred), m one only the
+    first moves along."""
     best = None
     for n in outs:
         for swap in (False, True):
             x, y = (yoff, xoff) if swap else (xoff, yoff)
-            if y.coeff(var[n]) == 0 or x.coeff(var[n]) != 0:
+            if y.coeff(n) == 0 or x.coeff(n) != 0:
                 continue
-            ms = [m for m in outs if m != n and x.coeff(var[m]) != 0 and y.coeff(var[m]) == 0]
-            m = max(ms, key=lambda k: shape[k], default=None)
-            score = (abs(y.coeff(var[n])) == 1, m is not None, shape[n])
+            ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
+            m = max(ms, key=lambda v: v.size, default=None)
+            score = (abs(y.coeff(n)) == 1, m is not None, n.size)
             if best is None or score > best[0]:
                 best = (score, m, n, swap)
     return None if best is None else best[1:]
