@@ -156,7 +156,7 @@ def default_tiles(features: tuple[str, ...]) -> tuple[int, int]:
 def pack_weights(sched: Schedule) -> bytes:
     blob = bytearray(sched.weights_bytes)
     for node, offset in sched.weights:
-        data = np.ascontiguousarray(sched.graph.consts[sched.graph.nodes[node].arg]).tobytes()
+        data = np.ascontiguousarray(sched.weight_array(node)).tobytes()
         blob[offset : offset + len(data)] = data
     return bytes(blob)
 

@@ -9,15 +9,17 @@ The schedule is backend-neutral: a backend turns each kernel into code.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from luminal.compiler.ir import Graph, Op, numel
+import numpy as np
+
+from luminal.compiler.ir import DType, Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE
 from luminal.compiler.schedule import memory
-from luminal.compiler.schedule.indexing import row_major, split_loops, trace_load
+from luminal.compiler.schedule.contraction import ContractionPlan, contraction_loops, plan
 from luminal.compiler.schedule.partition import Partition, leaves, partition
-from luminal.compiler.schedule.symbolic import Lin, Var
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Kernel:
     dest: Place
     reads: tuple[int, ...]  # materialized nodes read
     inplace: int | None = None  # writes over this node's buffer
+    contraction: ContractionPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,20 @@ class Schedule:
     part: Partition
     kernels: tuple[Kernel, ...]
     homes: Mapping[int, Place]
-    weights: tuple[tuple[int, int], ...]  # (const node, byte offset in the weights blob)
+    weights: tuple[
+        tuple[int, int], ...
+    ]  # (const node or packed id, byte offset in the weights blob)
     weights_bytes: int
     arena_bytes: int
     intermediate_bytes: int  # what the arena buffers would take without reuse
+    packed: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)  # id < 0
+
+    def dtype(self, i: int) -> DType:
+        """Element type of a buffer: an IR node, or (id < 0) a packed constant."""
+        return DType.from_numpy(self.packed[i].dtype) if i < 0 else self.graph.nodes[i].dtype
+
+    def weight_array(self, i: int) -> np.ndarray:
+        return self.packed[i] if i < 0 else self.graph.consts[self.graph.nodes[i].arg]
 
     def to_json(self) -> dict[str, object]:
         kinds: dict[str, int] = {}
@@ -68,26 +81,21 @@ def schedule(graph: Graph) -> Schedule:
     homes: dict[int, Place] = {}
     for k, (_, i) in enumerate(graph.inputs):
         homes[i] = Place("input", k)
-    weights: list[tuple[int, int]] = []
-    woff = 0
-    for i, node in enumerate(nodes):
-        if node.op is Op.CONST and i in mat:
-            weights.append((i, woff))
-            homes[i] = Place("weight", woff)
-            woff = memory._align(woff + numel(node.shape) * node.dtype.itemsize)
 
     kernels: list[Kernel] = []
+    packed: dict[int, np.ndarray] = {}  # negative pseudo ids -> constants re-laid out
     for i, node in enumerate(nodes):
         if i in mat and node.op not in (Op.INPUT, Op.CONST):
-            kernels.append(
-                Kernel(
-                    f"k{len(kernels)}",
-                    _kind(graph, mat, i),
-                    i,
-                    Place("arena", -1),
-                    tuple(leaves(graph, i, mat)),
-                )
+            kernel = Kernel(
+                f"k{len(kernels)}",
+                _kind(graph, i),
+                i,
+                Place("arena", -1),
+                tuple(leaves(graph, i, mat)),
             )
+            if kernel.kind == "reduce":
+                kernel = _as_contraction(graph, mat, kernel, packed)
+            kernels.append(kernel)
     # Outputs: the kernel computing an output writes straight into the caller's array;
     # an output that is an input, a constant or a second name for one value gets a copy.
     out_of: dict[int, int] = {}
@@ -104,6 +112,16 @@ def schedule(graph: Graph) -> Schedule:
                 Kernel(f"k{len(kernels)}", "elementwise", i, Place("output", pos), reads)
             )
 
+    # Weights: every constant some kernel reads, packed copies included, 64-byte aligned.
+    weights: list[tuple[int, int]] = []
+    woff = 0
+    for i in sorted(
+        {r for k in kernels for r in k.reads if r < 0 or nodes[r].op is Op.CONST}, key=abs
+    ):
+        weights.append((i, woff))
+        homes[i] = Place("weight", woff)
+        woff = memory._align(woff + _nbytes(graph, packed, i))
+
     last_read: dict[int, int] = {}
     for n, k in enumerate(kernels):
         for r in k.reads:
@@ -118,65 +136,62 @@ def schedule(graph: Graph) -> Schedule:
         intermediate += size
         reuse = _inplace_candidate(graph, mat, k, n, last_read, homes, size)
         if reuse is not None:
-            kernels[n] = Kernel(k.name, k.kind, k.node, k.dest, k.reads, reuse)
+            kernels[n] = dataclasses.replace(k, inplace=reuse)
         lifetimes.append(memory.Lifetime(k.node, size, n, last_read.get(k.node, n), reuse))
         homes[k.node] = Place("arena", -1)
     offsets, arena = memory.plan(lifetimes)
     for node_id, off in offsets.items():
         homes[node_id] = Place("arena", off)
     kernels = [_with_dest(k, homes[k.node]) if k.dest.kind == "arena" else k for k in kernels]
-    return Schedule(graph, part, tuple(kernels), homes, tuple(weights), woff, arena, intermediate)
+    return Schedule(
+        graph, part, tuple(kernels), homes, tuple(weights), woff, arena, intermediate, packed
+    )
+
+
+def _as_contraction(
+    graph: Graph, mat: frozenset[int], k: Kernel, packed: dict[int, np.ndarray]
+) -> Kernel:
+    """A SUM over a MUL of two affine loads becomes a blocked contraction; a constant
+    operand that is read with a stride along the vectorized loop is packed."""
+    node = graph.nodes[k.node]
+    src = node.src[0]
+    if (
+        node.op is not Op.SUM
+        or src in mat
+        or graph.nodes[src].op is not Op.MUL
+        or not graph.nodes[src].dtype.is_float
+    ):
+        return k
+    cl = contraction_loops(graph, mat, k.node)
+    p = plan(graph, cl) if cl is not None else None
+    if p is None:
+        return k
+    reads = k.reads
+    if p.packed is not None:
+        pseudo = -1 - len(packed)
+        packed[pseudo] = p.packed
+        yb, yo = p.loops.y
+        p = dataclasses.replace(p, loops=dataclasses.replace(p.loops, y=(pseudo, yo)))
+        reads = (*(r for r in reads if r != yb or r == p.loops.x[0]), pseudo)
+    return dataclasses.replace(k, kind="contraction", reads=reads, contraction=p)
+
+
+def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:
+    if i < 0:
+        return int(packed[i].nbytes)
+    node = graph.nodes[i]
+    return numel(node.shape) * node.dtype.itemsize
 
 
 def _with_dest(k: Kernel, dest: Place) -> Kernel:
-    return Kernel(k.name, k.kind, k.node, dest, k.reads, k.inplace)
+    return dataclasses.replace(k, dest=dest)
 
 
-def _kind(graph: Graph, mat: frozenset[int], i: int) -> str:
+def _kind(graph: Graph, i: int) -> str:
     node = graph.nodes[i]
     if node.op is Op.SCATTER:
         return "scatter"
-    if node.op in REDUCE:
-        src = node.src[0]
-        if (
-            node.op is Op.SUM
-            and src not in mat
-            and graph.nodes[src].op is Op.MUL
-            and graph.nodes[src].dtype.is_float
-        ):
-            if contraction_loops(graph, mat, i) is not None:
-                return "contraction"
-        return "reduce"
-    return "elementwise"
-
-
-@dataclass(frozen=True)
-class ContractionLoops:
-    """A SUM over a MUL of two affine loads, as loops: every variable, which are reduced,
-    and the flat offsets into both operands' buffers and the output."""
-
-    loops: tuple[Var, ...]
-    reduced: frozenset[Var]
-    x: tuple[int, Lin]  # (buffer node, offset)
-    y: tuple[int, Lin]
-    out: Lin
-
-
-def contraction_loops(graph: Graph, mat: frozenset[int], i: int) -> ContractionLoops | None:
-    node = graph.nodes[i]
-    mul = graph.nodes[node.src[0]]
-    idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(mul.shape))
-    loads = [trace_load(graph, mat, s, idx) for s in mul.src]
-    if any(ld is None for ld in loads):
-        return None
-    (xb, xo), (yb, yo) = loads  # type: ignore[misc]
-    out = row_major(tuple(Lin() if k in node.arg else e for k, e in enumerate(idx)), node.shape)
-    loops = [Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1]
-    reduced = frozenset(Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1 and k in node.arg)
-    loops, reduced, (xo, yo, out) = split_loops(loops, reduced, [xo, yo, out])
-    if not (xo.is_affine and yo.is_affine and out.is_affine):
-        return None
-    return ContractionLoops(tuple(loops), reduced, (xb, xo), (yb, yo), out)
+    return "reduce" if node.op in REDUCE else "elementwise"
 
 
 def _inplace_candidate(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
-from luminal.compiler.schedule import Kernel, Place, Schedule, contraction_loops
+from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.indexing import Index, row_major, view_source
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
 
@@ -88,7 +88,7 @@ class _KernelWriter:
         out_t = cexpr.ctype(node.dtype, f"{node.op.value} (IR node %{self.k.node})")
         ptrs.append(f"    {out_t} *{restrict} out = ({out_t} *)({self._address(self.k.dest)});")
         for i, name in self.pointers.items():
-            t = cexpr.ctype(self.g.nodes[i].dtype, f"{self.g.nodes[i].op.value} (IR node %{i})")
+            t = cexpr.ctype(self.s.dtype(i), f"buffer of IR node %{i}")
             ptrs.append(
                 f"    const {t} *{restrict} {name} = (const {t} *)({self._address(self.s.homes[i])});"
             )
@@ -112,7 +112,7 @@ class _KernelWriter:
 
     def _pointer(self, i: int) -> str:
         if i not in self.pointers:
-            self.pointers[i] = f"p{i}"
+            self.pointers[i] = f"p{i}" if i >= 0 else f"w{-i}"
         return self.pointers[i]
 
     def fresh(self, prefix: str = "v") -> str:
@@ -220,17 +220,11 @@ class _KernelWriter:
 
     def _contraction(self, out: list[str]) -> None:
         node = self.g.nodes[self.k.node]
-        cl = contraction_loops(self.g, self.s.part.materialized, self.k.node)
-        assert cl is not None
+        p = self.k.contraction
+        assert p is not None
+        cl, m, n = p.loops, p.m, p.n
         (xa, xoff), (ya, yoff) = cl.x, cl.y
         outs = [v for v in cl.loops if v not in cl.reduced]
-        pick = _pick_tiles(outs, xoff, yoff)
-        if pick is None:  # nothing to block: fall back to the plain reduction loop
-            self._reduce(out)
-            return
-        m, n, swap = pick
-        if swap:
-            (xa, xoff), (ya, yoff) = (ya, yoff), (xa, xoff)
         t = cexpr.ctype(node.dtype, node.op.value)
         mr = self.o.mr if m is not None else 1
         nr = self.o.nr
@@ -298,24 +292,6 @@ class _KernelWriter:
         for _ in range(len(outer) + 2):
             d -= 1
             out.append("    " * d + "}")
-
-
-def _pick_tiles(outs: list[Var], xoff: Lin, yoff: Lin) -> tuple[Var | None, Var, bool] | None:
-    """(m loop or None, n loop, swap operands?) for register blocking, or None: n is an
-    output loop only the second operand moves along (unit stride preferred), m one only the
-    first moves along."""
-    best = None
-    for n in outs:
-        for swap in (False, True):
-            x, y = (yoff, xoff) if swap else (xoff, yoff)
-            if y.coeff(n) == 0 or x.coeff(n) != 0:
-                continue
-            ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
-            m = max(ms, key=lambda v: v.size, default=None)
-            score = (abs(y.coeff(n)) == 1, m is not None, n.size)
-            if best is None or score > best[0]:
-                best = (score, m, n, swap)
-    return None if best is None else best[1:]
 
 
 def _numel(shape: tuple[int, ...]) -> int:

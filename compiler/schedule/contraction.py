@@ -1,0 +1,104 @@
+"""Contraction kernels: a SUM over a MUL of two affine loads, planned for register blocking.
+
+`contraction_loops` turns the IR pattern into loops and flat offsets (splitting loop
+variables where a reshape divides them).  `plan` picks the register tile's axes: `n`, an
+output loop that only operand Y moves along (its inner loop, vectorized), and `m`, one
+that only X moves along.  When Y is a constant whose stride along `n` is not 1, its
+elements are re-laid out at compile time (weight packing) so that the inner loop reads
+contiguous memory: a convolution's [Cout, Cin, kh, kw] weights become [Cin, kh, kw, Cout].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from luminal.compiler.ir import Graph, Op
+from luminal.compiler.schedule.indexing import row_major, split_loops, trace_load
+from luminal.compiler.schedule.symbolic import Lin, Var
+
+
+@dataclass(frozen=True)
+class ContractionLoops:
+    """Every loop variable, which are reduced, and the flat offsets into both operands'
+    buffers (buffer node, offset) and into the output."""
+
+    loops: tuple[Var, ...]
+    reduced: frozenset[Var]
+    x: tuple[int, Lin]
+    y: tuple[int, Lin]
+    out: Lin
+
+
+@dataclass(frozen=True)
+class ContractionPlan:
+    loops: ContractionLoops  # x moves along m, y along n (operands swapped if needed)
+    m: Var | None
+    n: Var
+    packed: np.ndarray | None = None  # y's constant re-laid out; y's offset already refers to it
+
+
+def contraction_loops(graph: Graph, mat: frozenset[int], i: int) -> ContractionLoops | None:
+    node = graph.nodes[i]
+    mul = graph.nodes[node.src[0]]
+    idx = tuple(Lin.of(Var(f"a{k}", d)) if d > 1 else Lin() for k, d in enumerate(mul.shape))
+    loads = [trace_load(graph, mat, s, idx) for s in mul.src]
+    if any(ld is None for ld in loads):
+        return None
+    (xb, xo), (yb, yo) = loads  # type: ignore[misc]
+    out = row_major(tuple(Lin() if k in node.arg else e for k, e in enumerate(idx)), node.shape)
+    loops = [Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1]
+    reduced = frozenset(Var(f"a{k}", d) for k, d in enumerate(mul.shape) if d > 1 and k in node.arg)
+    loops, reduced, (xo, yo, out) = split_loops(loops, reduced, [xo, yo, out])
+    if not (xo.is_affine and yo.is_affine and out.is_affine):
+        return None
+    return ContractionLoops(tuple(loops), reduced, (xb, xo), (yb, yo), out)
+
+
+def plan(graph: Graph, cl: ContractionLoops) -> ContractionPlan | None:
+    """Choose (m, n) and whether to pack Y; None when no output loop suits blocking."""
+    outs = [v for v in cl.loops if v not in cl.reduced]
+    best = None
+    for n in outs:
+        for swap in (False, True):
+            (_, x), (yb, y) = (cl.y, cl.x) if swap else (cl.x, cl.y)
+            if y.coeff(n) == 0 or x.coeff(n) != 0:
+                continue
+            packable = graph.nodes[yb].op is Op.CONST
+            ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
+            m = max(ms, key=lambda v: v.size, default=None)
+            unit = abs(y.coeff(n)) == 1
+            score = (unit or packable, m is not None, n.size, unit)
+            if best is None or score > best[0]:
+                best = (score, m, n, swap)
+    if best is None:
+        return None
+    _, m, n, swap = best
+    loops = ContractionLoops(
+        cl.loops, cl.reduced, *((cl.y, cl.x) if swap else (cl.x, cl.y)), cl.out
+    )
+    yb, yo = loops.y
+    if abs(yo.coeff(n)) == 1 or graph.nodes[yb].op is not Op.CONST:
+        return ContractionPlan(loops, m, n)
+    packed, offset = _pack(graph.consts[graph.nodes[yb].arg], yo, cl.loops, n)
+    loops = ContractionLoops(loops.loops, loops.reduced, loops.x, (yb, offset), loops.out)
+    return ContractionPlan(loops, m, n, packed)
+
+
+def _pack(
+    weight: np.ndarray, offset: Lin, loops: tuple[Var, ...], n: Var
+) -> tuple[np.ndarray, Lin]:
+    """Gather the elements `offset` reads into a new array whose last axis is `n`."""
+    axes = [v for v in loops if offset.coeff(v) != 0 and v != n] + [n]
+    grids = np.meshgrid(*[np.arange(v.size) for v in axes], indexing="ij")
+    flat = np.full(grids[0].shape, offset.const, dtype=np.int64)
+    for v, grid in zip(axes, grids, strict=True):
+        flat += offset.coeff(v) * grid
+    packed = np.ascontiguousarray(weight.reshape(-1)[flat])
+    new = Lin()
+    stride = 1
+    for v in reversed(axes):
+        new = new + Lin.of(v) * stride
+        stride *= v.size
+    return packed, new
