@@ -250,8 +250,10 @@ class _KernelWriter:
         for name, size in outer:
             out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
             d += 1
-        out.append("    " * d + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
-        out.append("    " * (d + 1) + f"for (int64_t n0 = 0; n0 < {n.size}; n0 += {nr}) {{")
+        # n tiles outside m tiles: one NR-wide panel of Y stays in cache while every m tile
+        # of X streams past it (Y is usually the larger operand: the weights).
+        out.append("    " * d + f"for (int64_t n0 = 0; n0 < {n.size}; n0 += {nr}) {{")
+        out.append("    " * (d + 1) + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
         d += 2
         ind = "    " * d
         out.append(ind + f"{t} acc[{mr}][{nr}];")
