@@ -58,13 +58,14 @@ def find_toolchain(env: dict[str, str] | None = None) -> Toolchain:
     choice = env.get("LUMINAL_CC", "")
     if choice == "zig":
         return _zig()
+    search = env.get("PATH", "")
     if choice:
-        path = shutil.which(choice)
+        path = shutil.which(choice, path=search)
         if path is None:
             raise CompilerError(f"LUMINAL_CC={choice!r} is not an executable on PATH")
         return _probe((path,), Path(path).name)
     for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
+        path = shutil.which(name, path=search)
         if path:
             return _probe((path,), name)
     return _zig()
