@@ -8,6 +8,7 @@ install as `luminal.cli`, `luminal.compiler`, ...
 """
 
 from luminal._version import __version__
+from luminal.compiler.integrations.session import InferenceSession
 from luminal.compiler.runtime import Session, load
 
-__all__ = ["Session", "__version__", "load"]
+__all__ = ["InferenceSession", "Session", "__version__", "load"]

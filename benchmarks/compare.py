@@ -1,10 +1,11 @@
 """ONNX Runtime vs PyTorch eager vs luminal on the public model suite, side by side.
 
-Method: every arm gets the same inputs and the same thread count.  Each arm is warmed up
-until its last five block times agree within 10% (or 30 blocks pass), then the arms run
-in interleaved rounds, in a shuffled order each round, one timed block of runs per arm
-per round, until every model has had `--duration` seconds and `--min-rounds` rounds.  A
-sample is a block's time divided by its runs.  We report the median latency, the
+Method: luminal's benchmark harness (`luminal.metering.bench.method`, the one behind
+`luminal bench`; docs/benchmarking.md).  Every arm gets the same inputs and the same thread
+count; each is warmed up until its last five block means agree within 10%, then the arms
+run in interleaved rounds, in a shuffled order each round, one timed block of about 50 ms
+per arm per round, until every model has had `--duration` seconds and `--min-rounds`
+rounds.  A sample is a block's mean run time.  We report the median latency, the
 interquartile range, and each arm's median relative to ONNX Runtime's (ratio of medians).
 Outputs of every arm are checked against ONNX Runtime first.
 
@@ -18,8 +19,6 @@ import argparse
 import json
 import os
 import platform
-import random
-import statistics
 import sys
 import tempfile
 import time
@@ -79,58 +78,39 @@ def _prepare(
     }, info
 
 
-def _block(fn: Callable[[], Any], runs: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(runs):
-        fn()
-    return (time.perf_counter() - t0) / runs
-
-
-def _runs_per_block(fn: Callable[[], Any], target_s: float = 0.05) -> int:
-    single = _block(fn, 1)
-    return max(1, min(1000, int(target_s / max(single, 1e-6))))
-
-
-def _warm(fn: Callable[[], Any], runs: int) -> int:
-    recent: list[float] = []
-    for n in range(1, 31):
-        recent.append(_block(fn, runs))
-        last = recent[-5:]
-        if len(last) == 5 and max(last) <= 1.10 * min(last):
-            return n
-    return 30
-
-
 def measure(name: str, duration: float, min_rounds: int, threads: int, seed: int) -> dict[str, Any]:
+    """The suite model `name` through luminal's benchmark harness (`metering.bench.method`):
+    the same warm-up, interleaving and per-run timing as `luminal bench`."""
+    import numpy as np
+
+    from luminal.metering.bench.method import MethodSettings
+    from luminal.metering.bench.method import measure as interleave
+    from luminal.metering.bench.stats import block_means
+
+    settings = MethodSettings(
+        duration_s=duration, min_runs=1, min_blocks=min_rounds, seed=seed, audit_samples=0
+    )
     with tempfile.TemporaryDirectory(prefix="luminal-bench-") as tmp:
         arms, info = _prepare(name, Path(tmp), threads)
-        runs = {arm: _runs_per_block(fn) for arm, fn in arms.items()}
-        warm = {arm: _warm(fn, runs[arm]) for arm, fn in arms.items()}
-        samples: dict[str, list[float]] = {arm: [] for arm in arms}
-        rng = random.Random(seed)
-        start = time.perf_counter()
-        rounds = 0
-        while rounds < min_rounds or time.perf_counter() - start < duration:
-            order = list(arms)
-            rng.shuffle(order)
-            for arm in order:
-                samples[arm].append(_block(arms[arm], runs[arm]))
-            rounds += 1
+        m = interleave(
+            {arm: (lambda _feeds, fn=fn: fn()) for arm, fn in arms.items()}, [{}], settings
+        )
     stats = {}
-    for arm, xs in samples.items():
-        q = statistics.quantiles(xs, n=4)
+    for arm, rec in m.arms.items():
+        xs = block_means(rec.blocks) / 1e6  # ms per run, one sample per block
+        q1, median, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
         stats[arm] = {
-            "median_ms": statistics.median(xs) * 1e3,
-            "q1_ms": q[0] * 1e3,
-            "q3_ms": q[2] * 1e3,
-            "runs_per_block": runs[arm],
-            "warmup_blocks": warm[arm],
-            "samples_ms": [x * 1e3 for x in xs],
+            "median_ms": median,
+            "q1_ms": q1,
+            "q3_ms": q3,
+            "runs_per_block": rec.runs_per_block,
+            "warmup_blocks": len(rec.warmup_blocks),
+            "samples_ms": [float(x) for x in xs],
         }
     base = stats["onnxruntime"]["median_ms"]
     for arm in stats:
         stats[arm]["vs_onnxruntime"] = stats[arm]["median_ms"] / base
-    return {"model": name, "rounds": rounds, "arms": stats, **info}
+    return {"model": name, "rounds": len(m.order), "arms": stats, **info}
 
 
 def markdown(results: list[dict[str, Any]]) -> str:

@@ -14,9 +14,10 @@ import typer
 from typer.core import TyperGroup
 
 from luminal._version import __version__
+from luminal.cli import bench, devices, inspect, run
 from luminal.cli import compile as compile_command
-from luminal.cli import devices, inspect, run
 from luminal.cli.license import license_app
+from luminal.cli.report import report_app
 from luminal.errors import LuminalError
 
 
@@ -73,7 +74,9 @@ app.command("compile")(compile_command.compile_cmd)
 app.command("inspect")(inspect.inspect_cmd)
 app.command("run")(run.run_cmd)
 app.command("devices")(devices.devices_cmd)
+app.command("bench")(bench.bench_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
+app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
 
 
 def main() -> None:

@@ -1,1 +1,2 @@
-"""Measurement: output parity and oracles today; benchmarks, reports and the usage ledger next."""
+"""Measurement: output parity and oracles, the A/B benchmark against the customer's
+baseline (`bench/`) and its signed improvement reports (`report/`); the usage ledger next."""

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import external_data_helper, numpy_helper
+from onnx import external_data_helper, helper, numpy_helper
 
+from luminal.compiler.frontend import onnx_control, onnx_functions
 from luminal.compiler.frontend.model import LoadedModel
-from luminal.compiler.frontend.onnx_ops import OPS, NodeContext
+from luminal.compiler.frontend.onnx_ops import DOMAIN_OPS, OPS, NodeContext
+from luminal.compiler.frontend.onnx_ops.context import DataDependent
+from luminal.compiler.frontend.onnx_precision import ValueTypes, widen
+from luminal.compiler.frontend.onnx_precision import narrow as narrow_result
 from luminal.compiler.ir import GraphBuilder, Value
 from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import (
@@ -29,6 +33,7 @@ from luminal.errors import (
     UsageError,
 )
 
+ONNX_TYPE_OF = {dtype: code for code, dtype in ONNX_DTYPES.items()}
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()
 _TWO_GB = 2**31
@@ -60,9 +65,13 @@ def lower(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memor
         if inp.name not in env:
             env[inp.name] = _graph_input(b, inp, dims, source)
     histogram: collections.Counter[str] = collections.Counter()
+    types = ValueTypes(model)
+    imports = {
+        o.domain if o.domain != "ai.onnx" else "": int(o.version) for o in model.opset_import
+    }
     for node in graph.node:
         histogram[node.op_type] += 1
-        _lower_node(b, node, env, opset)
+        _lower_node(b, node, env, opset, types, imports)
     outputs = {}
     for out in graph.output:
         if out.name not in env:
@@ -161,7 +170,9 @@ def _default_opset(model: onnx.ModelProto, source: str) -> int:
                     opset=entry.version,
                 )
             return int(entry.version)
-    raise ModelLoadError(source, "the model imports no default-domain (ai.onnx) opset")
+    # Only other domains (ai.onnx.ml, training): their nodes name their own opset; an
+    # expanded function body brings its own default-domain version.
+    return MAX_OPSET
 
 
 def _tensor(tensor: onnx.TensorProto, source: str) -> np.ndarray:
@@ -208,18 +219,40 @@ def _graph_input(
     return b.input(inp.name, shape, dtype)
 
 
-def _lower_node(b: GraphBuilder, node: onnx.NodeProto, env: dict[str, Value], opset: int) -> None:
+def _lower_node(
+    b: GraphBuilder,
+    node: onnx.NodeProto,
+    env: dict[str, Value],
+    opset: int,
+    types: ValueTypes,
+    imports: Mapping[str, int],
+    depth: int = 0,
+) -> None:
     name = node.name or (node.output[0] if node.output else "?")
-    if node.domain not in ("", "ai.onnx"):
-        raise UnsupportedOp(
-            f"custom domain '{node.domain}' is not supported",
-            op=node.op_type,
-            node=name,
-            opset=opset,
-        )
-    lowering = OPS.get(node.op_type)
+    standard = node.domain in ("", "ai.onnx")
+    if standard and node.op_type in onnx_control.CONTROL:
+
+        def lower_inner(inner: onnx.NodeProto, scope: dict[str, Value]) -> None:
+            _lower_node(b, inner, scope, opset, types, imports, depth + 1)
+
+        outs = onnx_control.CONTROL[node.op_type](b, node, env, opset, lower_inner)  # type: ignore[arg-type]
+        for out_name, value in zip(node.output, outs, strict=False):
+            if out_name:
+                env[out_name] = value
+        return
+    lowering = OPS.get(node.op_type) if standard else DOMAIN_OPS.get((node.domain, node.op_type))
     if lowering is None:
-        raise UnsupportedOp("not supported", op=node.op_type, node=name, opset=opset)
+        version = opset if standard else imports.get(node.domain)
+        if (
+            version is None
+            or depth > 8
+            or not _lower_function(b, node, env, version, types, imports, depth)
+        ):
+            what = (
+                "not supported" if standard else f"custom domain '{node.domain}' is not supported"
+            )
+            raise UnsupportedOp(what, op=node.op_type, node=name, opset=opset)
+        return
     inputs = []
     for i in node.input:
         if i and i not in env:
@@ -230,9 +263,18 @@ def _lower_node(b: GraphBuilder, node: onnx.NodeProto, env: dict[str, Value], op
                 opset=opset,
             )
         inputs.append(env[i] if i else None)
-    ctx = NodeContext(b, node, inputs, opset)
+    original = [None if v is None else v.dtype for v in inputs]
+    inputs, narrow = widen(b, inputs)
+    ctx = NodeContext(
+        b, node, inputs, opset, narrow=next(iter(narrow)) if len(narrow) == 1 else None
+    )
     try:
         outs = list(lowering(ctx))
+        if narrow:
+            outs = [
+                v if v is None else narrow_result(b, node, o, v, original, types)
+                for o, v in zip(node.output, outs, strict=False)
+            ]
     except GraphError as err:
         raise FrontendError(str(err), op=node.op_type, node=name, opset=opset) from None
     unread = ctx.unread_attrs()
@@ -252,6 +294,44 @@ def _lower_node(b: GraphBuilder, node: onnx.NodeProto, env: dict[str, Value], op
         raise UnsupportedOp(
             f"output(s) {missing} not supported", op=node.op_type, node=name, opset=opset
         )
+
+
+def _lower_function(
+    b: GraphBuilder,
+    node: onnx.NodeProto,
+    env: dict[str, Value],
+    version: int,
+    types: ValueTypes,
+    imports: Mapping[str, int],
+    depth: int,
+) -> bool:
+    """Lower `node` through its schema's function body; False if it defines none."""
+    input_types = [
+        helper.make_tensor_type_proto(ONNX_TYPE_OF[env[i].dtype], env[i].shape)
+        if i and i in env
+        else None
+        for i in node.input
+    ]
+    found = onnx_functions.function_body(node, version, input_types)
+    if found is None:
+        return False
+    body, body_imports = found
+    scope = {**imports, **body_imports}
+    inner_opset = body_imports.get("", version if node.domain in ("", "ai.onnx") else MAX_OPSET)
+    name = node.name or (node.output[0] if node.output else "?")
+    for inner in body:
+        try:
+            _lower_node(b, inner, env, inner_opset, types, scope, depth + 1)
+        except DataDependent as err:  # name the node's inputs it derives from
+            outer = onnx_functions.sources(body, err.values, set(node.input))
+            raise DataDependent(
+                str(err), values=tuple(outer), op=node.op_type, node=name, opset=version
+            ) from None
+        except FrontendError as err:
+            raise type(err)(
+                f"in its ONNX function body: {err}", op=node.op_type, node=name, opset=version
+            ) from None
+    return True
 
 
 def _check_declared(out: onnx.ValueInfoProto, value: Value, source: str) -> None:

@@ -237,14 +237,31 @@ class GraphBuilder:
     # ---- internals ---------------------------------------------------------------------
     def _emit(self, op: Op, srcs: tuple[Value, ...], arg: Any, shape: Shape, dtype: DType) -> Value:
         assert len(srcs) == ARITY[op], op
-        if self._fold and op is not Op.IOTA and srcs and all(self.is_const(s) for s in srcs):
-            biggest = max(numel(s.shape) for s in srcs)
-            # Fold when the result is no bigger than an operand; small integer tensors
-            # (shape arithmetic) may grow.  A broadcast float constant stays a free view.
-            if numel(shape) <= biggest or (numel(shape) <= FOLD_SMALL and not dtype.is_float):
-                arrays = [self.const_value(s) for s in srcs]
-                return self.const(interpreter.eval_op(op, arg, shape, dtype, arrays))
+        if self._fold and op is not Op.IOTA and srcs:
+            folded = [self._constant_view(s) for s in srcs]
+            if all(f is not None for f in folded):
+                # Fold when the result is no bigger than the constants behind the operands
+                # (a broadcast scalar counts as one element); small integer tensors (shape
+                # arithmetic) may grow.  A broadcast float constant stays a free view.
+                biggest = max(base for _, base in folded)  # type: ignore[misc]
+                if numel(shape) <= biggest or (numel(shape) <= FOLD_SMALL and not dtype.is_float):
+                    arrays = [a for a, _ in folded]  # type: ignore[misc]
+                    return self.const(interpreter.eval_op(op, arg, shape, dtype, arrays))
         return self._add(Node(op, tuple(s.id for s in srcs), shape, dtype, arg))
+
+    def _constant_view(self, v: Value) -> tuple[np.ndarray, int] | None:
+        """The value of a constant, or of a reshape/expand of one (as a numpy view), with
+        the element count of the constant behind it; None for anything computed."""
+        node = self._nodes[v.id]
+        if node.op is Op.CONST:
+            array = self._consts[node.arg]
+            return array, int(array.size)
+        if node.op in (Op.RESHAPE, Op.EXPAND):
+            inner = self._constant_view(self.value(node.src[0]))
+            if inner is not None:
+                value = interpreter.eval_op(node.op, node.arg, node.shape, node.dtype, [inner[0]])
+                return value, inner[1]
+        return None
 
     def _add(self, node: Node, cache: bool = True) -> Value:
         key = (node.op, node.src, node.shape, node.dtype, node.arg)

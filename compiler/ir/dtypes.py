@@ -20,6 +20,9 @@ class DType(enum.Enum):
     I16 = "i16"
     I8 = "i8"
     U8 = "u8"
+    U16 = "u16"
+    U32 = "u32"
+    U64 = "u64"
     BOOL = "bool"
 
     @property
@@ -47,7 +50,9 @@ class DType(enum.Enum):
 
 
 FLOATS = frozenset({DType.F64, DType.F32, DType.F16, DType.BF16})
-INTS = frozenset({DType.I64, DType.I32, DType.I16, DType.I8, DType.U8})
+INTS = frozenset(
+    {DType.I64, DType.I32, DType.I16, DType.I8, DType.U8, DType.U16, DType.U32, DType.U64}
+)
 
 _TO_NUMPY: dict[DType, np.dtype] = {
     DType.F64: np.dtype(np.float64),
@@ -59,6 +64,9 @@ _TO_NUMPY: dict[DType, np.dtype] = {
     DType.I16: np.dtype(np.int16),
     DType.I8: np.dtype(np.int8),
     DType.U8: np.dtype(np.uint8),
+    DType.U16: np.dtype(np.uint16),
+    DType.U32: np.dtype(np.uint32),
+    DType.U64: np.dtype(np.uint64),
     DType.BOOL: np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
@@ -68,11 +76,14 @@ ONNX_DTYPES: dict[int, DType] = {
     1: DType.F32,
     2: DType.U8,
     3: DType.I8,
+    4: DType.U16,
     5: DType.I16,
     6: DType.I32,
     7: DType.I64,
     9: DType.BOOL,
     10: DType.F16,
     11: DType.F64,
+    12: DType.U32,
+    13: DType.U64,
     16: DType.BF16,
 }

@@ -19,7 +19,9 @@ from luminal.compiler.ir import DType, Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE
 from luminal.compiler.schedule import memory
 from luminal.compiler.schedule.contraction import ContractionPlan, contraction_loops, plan
+from luminal.compiler.schedule.indexing import loads_of, row_major
 from luminal.compiler.schedule.partition import Partition, leaves, partition
+from luminal.compiler.schedule.symbolic import Lin, Var
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Kernel:
     reads: tuple[int, ...]  # materialized nodes read
     inplace: int | None = None  # writes over this node's buffer
     contraction: ContractionPlan | None = None
+    reduction: int | None = None  # set when `node` is an epilogue fused after this reduction
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Schedule:
             "intermediate_bytes": self.intermediate_bytes,
             "weights_bytes": self.weights_bytes,
             "inplace_kernels": sum(k.inplace is not None for k in self.kernels),
+            "fused_epilogues": sum(k.reduction is not None for k in self.kernels),
         }
 
 
@@ -96,6 +100,7 @@ def schedule(graph: Graph) -> Schedule:
             if kernel.kind == "reduce":
                 kernel = _as_contraction(graph, mat, kernel, packed)
             kernels.append(kernel)
+    kernels = fuse_epilogues(graph, mat, kernels)
     # Outputs: the kernel computing an output writes straight into the caller's array;
     # an output that is an input, a constant or a second name for one value gets a copy.
     out_of: dict[int, int] = {}
@@ -181,6 +186,40 @@ def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:
         return int(packed[i].nbytes)
     node = graph.nodes[i]
     return numel(node.shape) * node.dtype.itemsize
+
+
+def fuse_epilogues(graph: Graph, mat: frozenset[int], kernels: list[Kernel]) -> list[Kernel]:
+    """Fold an elementwise kernel into the reduction before it when it is the reduction's
+    only reader and reads it only at its own element: the reduction's result then goes
+    through the epilogue (bias, activation, residual add, ...) in registers and its buffer
+    disappears.  Reductions that are graph outputs keep their buffer."""
+    readers: dict[int, list[int]] = {}
+    for n, k in enumerate(kernels):
+        for r in k.reads:
+            readers.setdefault(r, []).append(n)
+    outputs = {i for _, i in graph.outputs}
+    fused: dict[int, Kernel] = {}
+    dropped: set[int] = set()
+    for n, k in enumerate(kernels):
+        if k.kind not in ("reduce", "contraction") or k.node in outputs:
+            continue
+        users = readers.get(k.node, [])
+        if len(users) != 1 or kernels[users[0]].kind != "elementwise" or users[0] in fused:
+            continue
+        e = kernels[users[0]]
+        enode, rnode = graph.nodes[e.node], graph.nodes[k.node]
+        if numel(enode.shape) != numel(rnode.shape):
+            continue
+        idx = tuple(Lin.of(Var(f"e{j}", d)) if d > 1 else Lin() for j, d in enumerate(enode.shape))
+        loads = loads_of(graph, mat, e.node, k.node, idx)
+        if not loads or any(off != row_major(idx, enode.shape) for off in loads):
+            continue
+        reads = tuple(dict.fromkeys((*k.reads, *(r for r in e.reads if r != k.node))))
+        fused[users[0]] = dataclasses.replace(
+            k, name=e.name, node=e.node, reads=reads, reduction=k.node
+        )
+        dropped.add(n)
+    return [fused.get(n, k) for n, k in enumerate(kernels) if n not in dropped]
 
 
 def _with_dest(k: Kernel, dest: Place) -> Kernel:

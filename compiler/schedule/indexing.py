@@ -128,3 +128,41 @@ def split_loops(
             if changed:
                 break
     return loops, frozenset(red & set(loops)), exprs
+
+
+def loads_of(
+    graph: Graph, mat: frozenset[int], root: int, target: int, idx: Index
+) -> list[Lin] | None:
+    """Flat offsets at which computing `root` at `idx` reads buffer `target`, or None when
+    some read of it is data-dependent or padded (and so cannot be matched statically)."""
+    found: list[Lin] = []
+    stack = [(root, idx)]
+    while stack:
+        i, at = stack.pop()
+        node = graph.nodes[i]
+        if i == target:
+            found.append(row_major(at, node.shape))
+        elif (i in mat and i != root) or node.op in (Op.CONST, Op.IOTA, Op.INPUT):
+            continue
+        elif node.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE):
+            src, _ = view_source(node, graph.nodes[node.src[0]].shape, at)
+            stack.append((node.src[0], src))
+        elif node.op in (Op.PAD, Op.GATHER, Op.SCATTER) or node.op in (Op.SUM, Op.RMAX):
+            if _reaches(graph, mat, i, target):
+                return None
+        else:
+            stack.extend((s, at) for s in node.src)
+    return found
+
+
+def _reaches(graph: Graph, mat: frozenset[int], i: int, target: int) -> bool:
+    stack, seen = [i], set()
+    while stack:
+        j = stack.pop()
+        if j == target:
+            return True
+        if j in seen or (j in mat and j != i):
+            continue
+        seen.add(j)
+        stack.extend(graph.nodes[j].src)
+    return False

@@ -36,7 +36,9 @@ def test_suite_model_compiles_from_onnx_and_matches_onnxruntime(
     rc, stdout, err = cli("compile", path, "-o", out, "--json")
     assert rc == 0, err
     summary = json.loads(stdout)
-    assert summary["kernels"] > 0 and summary["arena_bytes"] < summary["intermediate_bytes"]
+    assert summary["kernels"] > 0 and summary["arena_bytes"] <= summary["intermediate_bytes"]
+    if name != "mlp":  # the mlp's two intermediates are alive together: nothing to share
+        assert summary["arena_bytes"] < summary["intermediate_bytes"]
     got = luminal.load(out).run(feeds)
     parity = compare(got, _ort(path, feeds), rtol=1e-4, atol=1e-5)
     assert parity.ok, parity.to_json()
@@ -196,14 +198,15 @@ def test_out_of_range_gather_is_an_error_not_a_crash(tmp_path) -> None:  # type:
 
 
 def test_unsupported_dtype_names_the_op_and_leaves_no_artifact(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    model = node_model("Cast", [np.ones((2, 3), np.float32)], {"to": onnx.TensorProto.FLOAT16})
+    # f16 and bf16 compute through f32; a direct f64 -> bf16 cast is still refused
+    model = node_model("Cast", [np.ones((2, 3), np.float64)], {"to": onnx.TensorProto.BFLOAT16})
     path = tmp_path / "half.onnx"
     onnx.save(model, path)
     out = tmp_path / "half.lmnl"
     rc, _, err = cli("compile", path, "-o", out)
     assert rc == 6, err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "op cast" in errors[0] and "f16" in errors[0]
+    assert len(errors) == 1 and "op cast" in errors[0] and "bf16" in errors[0]
     assert "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".half.lmnl*"))
 

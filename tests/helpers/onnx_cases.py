@@ -21,6 +21,13 @@ NP_TO_ONNX = {
     np.dtype(np.int64): onnx.TensorProto.INT64,
     np.dtype(np.int32): onnx.TensorProto.INT32,
     np.dtype(np.bool_): onnx.TensorProto.BOOL,
+    np.dtype(np.float16): onnx.TensorProto.FLOAT16,
+    np.dtype(np.int16): onnx.TensorProto.INT16,
+    np.dtype(np.int8): onnx.TensorProto.INT8,
+    np.dtype(np.uint8): onnx.TensorProto.UINT8,
+    np.dtype(np.uint16): onnx.TensorProto.UINT16,
+    np.dtype(np.uint32): onnx.TensorProto.UINT32,
+    np.dtype(np.uint64): onnx.TensorProto.UINT64,
 }
 
 
@@ -356,3 +363,8 @@ CASES: list[tuple[str, str, list[Any], dict[str, Any], tuple[int, ...], dict[str
     ("hard-sigmoid", "HardSigmoid", [f(3, 4)], {}, (), {}),
     ("elu", "Elu", [f(3, 4)], {"alpha": 0.7}, (), {}),
 ]
+
+# The ops added for the ONNX conformance suite live in their own module (file size).
+from tests.helpers.onnx_cases_more import MORE_CASES  # noqa: E402
+
+CASES += MORE_CASES

@@ -15,11 +15,13 @@ from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
-from luminal.compiler.schedule.indexing import Index, row_major, view_source
+from luminal.compiler.schedule.indexing import Index, row_major, unflatten, view_source
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
 
-#: Elements (or multiply-adds) below which a kernel stays on one thread.
-PARALLEL_MIN_WORK = 1 << 15
+#: Elements (or multiply-adds) below which a kernel stays on one thread.  A parallel
+#: region costs a wake-up and a barrier; on a busy machine the barrier can wait a whole
+#: scheduler slice for a descheduled thread, so only work worth ~1 ms is split.
+PARALLEL_MIN_WORK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,21 @@ class _KernelWriter:
         out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
         self._close(out, loops, depth)
 
+    def _store(self, out: list[str], depth: int, flat: Lin, value: str, t: str) -> None:
+        """Store a reduction's result: straight into `out`, or through the fused epilogue,
+        whose reads of the reduction (all at this element) become `value`."""
+        if self.k.reduction is None:
+            out.append("    " * depth + f"out[{flat.c()}] = ({t}){value};")
+            return
+        enode = self.g.nodes[self.k.node]
+        eidx = unflatten(flat, enode.shape)
+        body = _Body(self, depth, {self.k.reduction: f"(({t}){value})"})
+        v = body.value(self.k.node, eidx, top=True)
+        out.extend(body.lines)
+        out.append("    " * depth + f"out[{row_major(eidx, enode.shape).c()}] = {v};")
+
     def _reduce(self, out: list[str]) -> None:
-        node = self.g.nodes[self.k.node]
+        node = self.g.nodes[self.k.reduction if self.k.reduction is not None else self.k.node]
         src = self.g.nodes[node.src[0]]
         oidx, oloops = self._loops(node.shape, "i")
         full, rloops = [], []
@@ -174,7 +189,9 @@ class _KernelWriter:
                 full.append(oidx[k])
         depth = self._open(out, oloops, 1, True, _numel(src.shape))
         t = cexpr.ctype(node.dtype, node.op.value)
-        acc_t = "double" if node.dtype is DType.F32 and node.op is Op.SUM else t
+        acc_t = (
+            {DType.F32: "double", DType.F16: "float"}.get(node.dtype, t) if node.op is Op.SUM else t
+        )
         out.append("    " * depth + f"{acc_t} acc = {cexpr.reduce_init(node.op, node.dtype)};")
         depth = self._open(out, rloops, depth, False, 0)
         body = _Body(self, depth)
@@ -188,7 +205,7 @@ class _KernelWriter:
             combine = cexpr.binary(Op.MAX, node.dtype, "acc", v)
         out.append("    " * depth + f"acc = {combine};")
         depth = self._close(out, rloops, depth)
-        out.append("    " * depth + f"out[{row_major(oidx, node.shape).c()}] = ({t})acc;")
+        self._store(out, depth, row_major(oidx, node.shape), "acc", t)
         self._close(out, oloops, depth)
 
     def _scatter(self, out: list[str]) -> None:
@@ -219,13 +236,14 @@ class _KernelWriter:
         self._close(out, uloops, depth)
 
     def _contraction(self, out: list[str]) -> None:
-        node = self.g.nodes[self.k.node]
         p = self.k.contraction
         assert p is not None
+        node = self.g.nodes[self.k.reduction if self.k.reduction is not None else self.k.node]
         cl, m, n = p.loops, p.m, p.n
         (xa, xoff), (ya, yoff) = cl.x, cl.y
         outs = [v for v in cl.loops if v not in cl.reduced]
         t = cexpr.ctype(node.dtype, node.op.value)
+        cexpr.computable(node.op, node.dtype)
         mr = self.o.mr if m is not None else 1
         nr = self.o.nr
         msize = m.size if m is not None else 1
@@ -256,14 +274,15 @@ class _KernelWriter:
         out.append("    " * (d + 1) + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
         d += 2
         ind = "    " * d
-        out.append(ind + f"{t} acc[{mr}][{nr}];")
+        acc_t = "float" if node.dtype is DType.F16 else t  # f16 accumulates in f32
+        out.append(ind + f"{acc_t} acc[{mr}][{nr}];")
         out.append(
             ind
             + f"for (int mi = 0; mi < {mr}; mi++) for (int ni = 0; ni < {nr}; ni++) acc[mi][ni] = 0;"
         )
         out.append(ind + f"const int64_t mr = {msize} - m0 < {mr} ? {msize} - m0 : {mr};")
         out.append(ind + f"const int64_t nr = {n.size} - n0 < {nr} ? {n.size} - n0 : {nr};")
-        fma = ("fmaf" if node.dtype is DType.F32 else "fma") if self.o.fma else None
+        fma = ("fma" if node.dtype is DType.F64 else "fmaf") if self.o.fma else None
         for full in (True, False):
             out.append(ind + (f"if (mr == {mr} && nr == {nr}) {{" if full else "} else {"))
             dd = d + 1
@@ -287,10 +306,20 @@ class _KernelWriter:
                 dd -= 1
                 out.append("    " * dd + "}")
         out.append(ind + "}")
-        out.append(
-            ind + "for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) "
-            f"out[{obase.c()} + mi * {com} + ni * {con}] = acc[mi][ni];"
-        )
+        if self.k.reduction is None:
+            out.append(
+                ind + "for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) "
+                f"out[{obase.c()} + mi * {com} + ni * {con}] = acc[mi][ni];"
+            )
+        else:  # the epilogue sees the tile element as the original loop variables m and n
+            out.append(
+                ind + "for (int64_t mi = 0; mi < mr; mi++) for (int64_t ni = 0; ni < nr; ni++) {"
+            )
+            if m is not None:
+                out.append(ind + f"    const int64_t {m.name} = m0 + mi;")
+            out.append(ind + f"    const int64_t {n.name} = n0 + ni;")
+            self._store(out, d + 1, cl.out, "acc[mi][ni]", t)
+            out.append(ind + "}")
         for _ in range(len(outer) + 2):
             d -= 1
             out.append("    " * d + "}")
@@ -306,11 +335,12 @@ def _numel(shape: tuple[int, ...]) -> int:
 class _Body:
     """Statements computing values at one point of a loop nest, memoized by (node, index)."""
 
-    def __init__(self, w: _KernelWriter, depth: int) -> None:
+    def __init__(self, w: _KernelWriter, depth: int, given: dict[int, str] | None = None) -> None:
         self.w = w
         self.ind = "    " * depth
         self.lines: list[str] = []
         self.memo: dict[tuple[int, Index], str] = {}
+        self.given = given or {}  # node -> C expression already holding its value here
 
     def emit(self, t: str, code: str) -> str:
         name = self.w.fresh()
@@ -329,6 +359,8 @@ class _Body:
         g, w = self.w.g, self.w
         node = g.nodes[i]
         t = cexpr.ctype(node.dtype, f"{node.op.value} (IR node %{i})")
+        if i in self.given:
+            return self.given[i]
         if i in w.s.part.literals:
             return cexpr.literal(g.consts[node.arg], node.dtype)
         if i in w.s.part.materialized and not (top and node.op not in (Op.INPUT, Op.CONST)):
@@ -352,6 +384,7 @@ class _Body:
             fill = cexpr.literal(node.arg[1], node.dtype)
             return self.emit(t, f"({' && '.join(conds)}) ? {inner} : {fill}")
         if node.op is Op.IOTA:
+            cexpr.computable(node.op, node.dtype)
             return self.emit(t, f"({t})({idx[node.arg].c()})")
         if node.op is Op.GATHER:
             data, indices = node.src

@@ -157,3 +157,51 @@ def conv(
     if bias is not None:
         y = m.add(b, y, b.reshape(bias, (1, cout, *([1] * nd))))
     return y
+
+
+def conv_transpose(
+    b: GraphBuilder,
+    x: Value,
+    w: Value,
+    bias: Value | None,
+    strides: Sequence[int],
+    pads: Sequence[tuple[int, int]],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+    groups: int = 1,
+) -> Value:
+    """Transposed convolution, weights [Cin, Cout/groups, *k]: the input spread out by the
+    stride (zeros between elements), padded by (k-1)*d less the pads, convolved with the
+    spatially flipped, channel-swapped kernel.  A negative pad crops."""
+    nd = len(strides)
+    cin, cout_g, *kernel = w.shape
+    if x.shape[1] != cin or cin % groups:
+        raise GraphError(f"conv_transpose channels do not fit: input {x.shape}, weight {w.shape}")
+    lead = x.ndim - nd
+    for ax, s in enumerate(strides):
+        if s > 1:
+            a = lead + ax
+            i = x.shape[a]
+            y = b.reshape(x, (*x.shape[: a + 1], 1, *x.shape[a + 1 :]))
+            y = b.pad(y, [(0, 0)] * (a + 1) + [(0, s - 1)] + [(0, 0)] * (x.ndim - a - 1), 0)
+            y = b.reshape(y, (*x.shape[:a], i * s, *x.shape[a + 1 :]))
+            spec = [(0, 1, d) for d in y.shape]
+            spec[a] = (0, 1, s * (i - 1) + 1)
+            x = b.slice(y, spec)
+    edges = []
+    for ax in range(nd):
+        full = (kernel[ax] - 1) * dilations[ax]
+        edges.append((full - pads[ax][0], full - pads[ax][1] + output_padding[ax]))
+    spec = [(0, 1, d) for d in x.shape]
+    for ax, (lo, hi) in enumerate(edges):
+        a = lead + ax
+        start, stop = max(-lo, 0), x.shape[a] - max(-hi, 0)
+        spec[a] = (start, 1, max(stop - start, 0))
+    x = b.slice(x, spec)
+    cin_g = cin // groups
+    wt = b.reshape(w, (groups, cin_g, cout_g, *kernel))
+    wt = b.permute(wt, (0, 2, 1, *range(3, 3 + nd)))
+    wt = b.reshape(wt, (groups * cout_g, cin_g, *kernel))
+    wt = b.slice(wt, [(0, 1, wt.shape[0]), (0, 1, cin_g), *((k - 1, -1, k) for k in kernel)])
+    positive = [(max(lo, 0), max(hi, 0)) for lo, hi in edges]
+    return conv(b, x, wt, bias, [1] * nd, positive, dilations, groups)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from luminal.compiler.ir import DType, GraphBuilder, Op, Shape, Value
 from luminal.errors import GraphError
 
@@ -65,10 +67,19 @@ def sub(b: GraphBuilder, x: Value, y: Value) -> Value:
 
 
 def div(b: GraphBuilder, x: Value, y: Value) -> Value:
-    """True division for floats, truncating division for integers (ONNX Div)."""
+    """True division for floats, truncating division for integers (ONNX Div).
+
+    The IR divides as x * recip(y).  For f32 (and narrower) that product is formed in
+    f64 and rounded once, which gives the correctly rounded quotient (an f32 quotient is
+    never exactly halfway between two f32s, and the f64 error is far smaller than its
+    distance from one); x * recip(y) in f32 itself can be an ulp off, which flips
+    rounding decisions downstream (quantization, floor)."""
     if x.dtype.is_int:
         return binary(b, Op.IDIV, x, y)
-    return mul(b, x, b.unary(Op.RECIP, y))
+    if x.dtype is DType.F64:
+        return mul(b, x, b.unary(Op.RECIP, y))
+    wide = mul(b, b.cast(x, DType.F64), b.unary(Op.RECIP, b.cast(y, DType.F64)))
+    return b.cast(wide, x.dtype)
 
 
 def maximum(b: GraphBuilder, x: Value, y: Value) -> Value:
@@ -178,10 +189,17 @@ def sigmoid(b: GraphBuilder, x: Value) -> Value:
 
 
 def tanh(b: GraphBuilder, x: Value) -> Value:
-    """1 - 2 / (exp(2x) + 1); exact limits at +-inf."""
+    """1 - 2 / (exp(2x) + 1); exact limits at +-inf.  Below |x| = 1/16, where that form
+    cancels, the Taylor series x - x^3/3 + 2x^5/15 - 17x^7/315 (relative error < 1e-11)."""
     e = exp(b, b.binary(Op.MUL, x, like(b, 2, x)))
     frac = b.binary(Op.MUL, like(b, 2, x), recip(b, b.binary(Op.ADD, e, like(b, 1, x))))
-    return sub(b, like(b, 1, x), frac)
+    wide = sub(b, like(b, 1, x), frac)
+    z = b.binary(Op.MUL, x, x)
+    poly = like(b, -17 / 315, x)
+    for coef in (2 / 15, -1 / 3, 1.0):
+        poly = b.binary(Op.ADD, b.binary(Op.MUL, poly, z), like(b, coef, x))
+    small = b.binary(Op.CMPLT, abs_(b, x), like(b, 0.0625, x))
+    return b.where(small, b.binary(Op.MUL, poly, x), wide)
 
 
 # Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7 for all x.
@@ -235,11 +253,36 @@ def mod(b: GraphBuilder, x: Value, y: Value, fmod: bool) -> Value:
 
 
 def reduce_sum(b: GraphBuilder, x: Value, axes: Sequence[int], keepdims: bool = True) -> Value:
+    if _reduces_empty(x, axes):
+        return _drop(
+            b, _empty_reduction(b, x, axes, False if x.dtype is DType.BOOL else 0), axes, keepdims
+        )
     return _drop(b, b.reduce(Op.SUM, x, axes), axes, keepdims)
 
 
 def reduce_max(b: GraphBuilder, x: Value, axes: Sequence[int], keepdims: bool = True) -> Value:
+    if _reduces_empty(x, axes):
+        return _drop(b, _empty_reduction(b, x, axes, lowest(x.dtype)), axes, keepdims)
     return _drop(b, b.reduce(Op.RMAX, x, axes), axes, keepdims)
+
+
+def lowest(dtype: DType) -> float | int | bool:
+    """The identity of max: -inf, the type's minimum, or False."""
+    if dtype is DType.BOOL:
+        return False
+    return -math.inf if dtype.is_float else int(np.iinfo(dtype.np).min)
+
+
+def _reduces_empty(x: Value, axes: Sequence[int]) -> bool:
+    return any(x.shape[a % max(x.ndim, 1)] == 0 for a in axes) if x.ndim else False
+
+
+def _empty_reduction(
+    b: GraphBuilder, x: Value, axes: Sequence[int], identity: float | int | bool
+) -> Value:
+    """A reduction over an empty axis is its identity everywhere (sum 0, max -inf)."""
+    dropped = {a % x.ndim for a in axes}
+    return full(b, identity, [1 if k in dropped else d for k, d in enumerate(x.shape)], x.dtype)
 
 
 def reduce_min(b: GraphBuilder, x: Value, axes: Sequence[int], keepdims: bool = True) -> Value:

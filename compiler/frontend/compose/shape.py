@@ -78,7 +78,7 @@ def squeeze(b: GraphBuilder, x: Value, axes: Sequence[int] | None) -> Value:
 
 
 def flatten(b: GraphBuilder, x: Value, axis: int) -> Value:
-    axis = axis % (x.ndim + 1) if axis < 0 else axis
+    axis = axis + x.ndim if axis < 0 else axis
     lead = 1
     for d in x.shape[:axis]:
         lead *= d

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from luminal.compiler.frontend.onnx_ops import elementwise, nn, reduce, tensor
+from luminal.compiler.frontend.onnx_ops import (
+    activation,
+    attention,
+    domains,
+    elementwise,
+    extra,
+    indexing,
+    loss,
+    nn,
+    norms,
+    quant,
+    recurrent,
+    reduce,
+    resize,
+    sampling,
+    signal,
+    tensor,
+)
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext
 
 
@@ -16,6 +33,25 @@ def _merge(*tables: dict[str, Lowering]) -> dict[str, Lowering]:
     return merged
 
 
-OPS: dict[str, Lowering] = _merge(elementwise.OPS, nn.OPS, tensor.OPS, reduce.OPS)
+OPS: dict[str, Lowering] = _merge(
+    elementwise.OPS,
+    activation.OPS,
+    nn.OPS,
+    tensor.OPS,
+    reduce.OPS,
+    indexing.OPS,
+    norms.OPS,
+    attention.OPS,
+    loss.OPS,
+    resize.OPS,
+    quant.OPS,
+    signal.OPS,
+    recurrent.OPS,
+    extra.OPS,
+    sampling.OPS,
+)
 
-__all__ = ["OPS", "Lowering", "NodeContext"]
+#: ops of other domains (ai.onnx.ml, ai.onnx.preview.training), by (domain, op type)
+DOMAIN_OPS: dict[tuple[str, str], Lowering] = dict(domains.DOMAIN_OPS)
+
+__all__ = ["DOMAIN_OPS", "OPS", "Lowering", "NodeContext"]

@@ -15,6 +15,16 @@ from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import FrontendError, UnsupportedOp
 
 
+class DataDependent(UnsupportedOp):
+    """An input the lowering needs as a constant (a shape, axes, pads, ...) is computed at
+    run time.  `values` name the ONNX values, so a caller that knows the graph inputs'
+    values (the ONNX backend) can bind the inputs they derive from and compile again."""
+
+    def __init__(self, message: str, *, values: tuple[str, ...], **where: Any) -> None:
+        super().__init__(message, **where)
+        self.values = values
+
+
 @dataclass
 class NodeContext:
     """One node being lowered.  Attributes are read through `attr`, which records them:
@@ -24,6 +34,8 @@ class NodeContext:
     node: onnx.NodeProto
     inputs: list[Value | None]
     opset: int
+    #: f16 or bf16 when the node's inputs were widened to f32 for computing (see `round`).
+    narrow: DType | None = None
     _read: set[str] = field(default_factory=set)
 
     @property
@@ -70,8 +82,12 @@ class NodeContext:
             return None
         value = self.b.const_value(v)
         if value is None:
-            raise self.unsupported(
-                f"input '{what}' must be a constant (data-dependent {what} is not supported)"
+            raise DataDependent(
+                f"input '{what}' must be a constant (data-dependent {what} is not supported)",
+                values=(self.node.input[i],),
+                op=self.op,
+                node=self.name,
+                opset=self.opset,
             )
         return value
 
@@ -85,6 +101,13 @@ class NodeContext:
             name = onnx.TensorProto.DataType.Name(int(onnx_type))
             raise self.unsupported(f"element type {name} is not supported")
         return dt
+
+    def round(self, v: Value) -> Value:
+        """Round an f32 intermediate to the node's narrow input type and back, where the
+        op's definition computes in that type (a no-op for f32 and f64 inputs)."""
+        if self.narrow is None or v.dtype is not DType.F32:
+            return v
+        return self.b.cast(self.b.cast(v, self.narrow), DType.F32)
 
     def unsupported(self, message: str) -> UnsupportedOp:
         return UnsupportedOp(message, op=self.op, node=self.name, opset=self.opset)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from luminal.compiler.frontend.compose import math as m
+from luminal.compiler.frontend.compose import special as sp
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext
 from luminal.compiler.ir import DType, GraphBuilder, Value
 
@@ -45,6 +46,9 @@ def _pow(ctx: NodeContext) -> list[Value]:
     x, y = ctx.input(0), ctx.input(1)
     value = ctx.b.const_value(y)
     exponent = float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+    small = exponent is not None and float(exponent).is_integer() and -8 <= exponent <= 8
+    if x.dtype.is_int and not small:
+        return [sp.int_pow(ctx.b, x, y)]
     out = m.pow_(ctx.b, x, y, exponent)
     return [m.broadcast_to(ctx.b, out, m.broadcast_shapes(x.shape, y.shape))]
 
@@ -52,8 +56,8 @@ def _pow(ctx: NodeContext) -> list[Value]:
 def _mod(ctx: NodeContext) -> list[Value]:
     fmod = bool(ctx.attr("fmod", 0))
     x = ctx.input(0)
-    if x.dtype.is_float and not fmod:
-        raise ctx.error("Mod on floating point inputs requires fmod=1")
+    if x.dtype.is_float and not fmod and ctx.opset < 28:
+        raise ctx.error("Mod on floating point inputs requires fmod=1 before opset 28")
     return [m.mod(ctx.b, x, ctx.input(1), fmod)]
 
 
@@ -96,7 +100,7 @@ def _clip(ctx: NodeContext) -> list[Value]:
 
 def _softplus(b: GraphBuilder, x: Value) -> Value:
     # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow.
-    tail = m.log(b, m.add(b, m.like(b, 1, x), m.exp(b, m.neg(b, m.abs_(b, x)))))
+    tail = sp.log1p(b, m.exp(b, m.neg(b, m.abs_(b, x))))
     return m.add(b, m.relu(b, x), tail)
 
 

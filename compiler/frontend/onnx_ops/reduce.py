@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from luminal.compiler.frontend.compose import gather as gx
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext
 from luminal.compiler.ir import GraphBuilder, Op, Value
@@ -54,7 +55,13 @@ def _log_sum_exp(b: GraphBuilder, x: Value, axes: list[int], keep: bool) -> Valu
     return out if keep else m.reduce_sum(b, out, axes, False)
 
 
+def _log_sum(b: GraphBuilder, x: Value, axes: list[int], keep: bool) -> Value:
+    return m.log(b, m.reduce_sum(b, x, axes, keep))
+
+
 OPS: dict[str, Lowering] = {
+    "ReduceProd": _reduction(gx.reduce_prod, 18),
+    "ReduceLogSum": _reduction(_log_sum, 18),
     "ReduceSum": _reduction(m.reduce_sum, 13),
     "ReduceMean": _reduction(m.reduce_mean, 18),
     "ReduceMax": _reduction(m.reduce_max, 18),

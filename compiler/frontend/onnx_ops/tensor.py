@@ -120,8 +120,8 @@ def _tile(ctx: NodeContext) -> list[Value]:
 
 def _pad(ctx: NodeContext) -> list[Value]:
     mode = ctx.attr("mode", "constant")
-    if mode != "constant":
-        raise ctx.unsupported(f"mode='{mode}' (only 'constant')")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.unsupported(f"mode='{mode}'")
     x = ctx.input(0)
     if ctx.opset < 11:
         pads, value = list(ctx.attr("pads")), float(ctx.attr("value", 0.0))
@@ -137,6 +137,14 @@ def _pad(ctx: NodeContext) -> list[Value]:
     widths = [(0, 0)] * x.ndim
     for k, a in enumerate(axes):
         widths[a] = (pads[k], pads[k + n])
+    if mode != "constant":
+        for a, (lo, hi) in enumerate(widths):
+            if lo or hi:
+                index = _pad_index(x.shape[a], lo, hi, mode)
+                if index is None:
+                    raise ctx.error(f"mode '{mode}' cannot pad an axis of length {x.shape[a]}")
+                x = ctx.b.gather(x, ctx.b.const(index), a)
+        return [x]
     # Negative pads crop: slice first, then pad what is positive.
     spec = [
         (max(-lo, 0), 1, d - max(-lo, 0) - max(-hi, 0))
@@ -144,6 +152,20 @@ def _pad(ctx: NodeContext) -> list[Value]:
     ]
     x = ctx.b.slice(x, spec)
     return [ctx.b.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], value)]
+
+
+def _pad_index(d: int, lo: int, hi: int, mode: str) -> np.ndarray | None:
+    """Source index of every output position of one padded axis (negative pads crop)."""
+    p = np.arange(-lo, d + hi, dtype=np.int64)
+    if d == 0 or (mode == "reflect" and d == 1 and (lo > 0 or hi > 0)):
+        return None
+    if mode == "edge":
+        return np.clip(p, 0, d - 1)
+    if mode == "wrap":
+        return p % d
+    period = 2 * (d - 1)
+    r = p % period
+    return np.where(r >= d, period - r, r)
 
 
 def _constant(ctx: NodeContext) -> list[Value]:
@@ -181,6 +203,9 @@ def _size(ctx: NodeContext) -> list[Value]:
 def _range(ctx: NodeContext) -> list[Value]:
     start, limit, delta = (ctx.const(i, n) for i, n in enumerate(("start", "limit", "delta")))
     assert start is not None and limit is not None and delta is not None
+    if start.size != 1 or limit.size != 1 or delta.size != 1:
+        raise ctx.error("start, limit and delta must be scalars")
+    start, limit, delta = start.reshape(()), limit.reshape(()), delta.reshape(())
     count = max(int(np.ceil((limit - start) / delta)), 0)
     values = start + np.arange(count, dtype=start.dtype) * delta
     return [ctx.b.const(values.astype(start.dtype))]
@@ -189,6 +214,34 @@ def _range(ctx: NodeContext) -> list[Value]:
 def _trilu(ctx: NodeContext) -> list[Value]:
     k = ctx.ints(1, "k")
     return [s.triangle(ctx.b, ctx.input(0), bool(ctx.attr("upper", 1)), k[0] if k else 0)]
+
+
+def _depth_to_space(ctx: NodeContext) -> list[Value]:
+    b, x = ctx.b, ctx.input(0)
+    k, mode = int(ctx.attr("blocksize")), ctx.attr("mode", "DCR")
+    n, c, h, w = x.shape
+    if c % (k * k):
+        raise ctx.error(f"{c} channels do not split into blocks of {k}x{k}")
+    if mode == "DCR":
+        y = b.permute(b.reshape(x, (n, k, k, c // (k * k), h, w)), (0, 3, 4, 1, 5, 2))
+    elif mode == "CRD":
+        y = b.permute(b.reshape(x, (n, c // (k * k), k, k, h, w)), (0, 1, 4, 2, 5, 3))
+    else:
+        raise ctx.unsupported(f"mode='{mode}'")
+    return [b.reshape(y, (n, c // (k * k), h * k, w * k))]
+
+
+def _space_to_depth(ctx: NodeContext) -> list[Value]:
+    b, x = ctx.b, ctx.input(0)
+    k, mode = int(ctx.attr("blocksize")), ctx.attr("mode", "DCR")
+    n, c, h, w = x.shape
+    if h % k or w % k:
+        raise ctx.error(f"{h}x{w} does not split into blocks of {k}x{k}")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported(f"mode='{mode}'")
+    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = b.permute(b.reshape(x, (n, c, h // k, k, w // k, k)), order)
+    return [b.reshape(y, (n, c * k * k, h // k, w // k))]
 
 
 def _identity(ctx: NodeContext) -> list[Value]:
@@ -215,4 +268,6 @@ OPS: dict[str, Lowering] = {
     "Range": _range,
     "Trilu": _trilu,
     "Identity": _identity,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _space_to_depth,
 }

@@ -79,26 +79,24 @@ def test_bit_flips_never_crash(cli, good_model: Path, tmp_path: Path) -> None:  
 
 
 def test_unsupported_op_names_op_node_and_opset(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    model = node_model(
-        "TopK", [np.zeros((2, 5), np.float32), np.array([2], np.int64)], consts=(1,), n_outputs=2
-    )
-    path = tmp_path / "topk.onnx"
+    model = node_model("NonZero", [np.zeros((2, 5), np.float32)])
+    path = tmp_path / "nonzero.onnx"
     onnx.save(model, path)
     _assert_clean_failure(
-        cli, ["inspect", path], 6, "TopK", "topk_node", "opset 18", "not supported"
+        cli, ["inspect", path], 6, "NonZero", "nonzero_node", "opset 18", "not supported"
     )
 
 
 def test_unsupported_attribute_value(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     model = node_model(
-        "Pad",
-        [np.zeros((2, 5), np.float32), np.array([1, 1, 1, 1], np.int64)],
-        {"mode": "reflect"},
-        consts=(1,),
+        "Resize",
+        [np.zeros((1, 1, 2, 2), np.float32), None, np.array([1, 1, 2, 2], np.float32)],
+        {"coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+        consts=(2,),
     )
-    path = tmp_path / "pad.onnx"
+    path = tmp_path / "resize.onnx"
     onnx.save(model, path)
-    _assert_clean_failure(cli, ["run", path], 6, "Pad", "pad_node", "reflect")
+    _assert_clean_failure(cli, ["run", path], 6, "Resize", "resize_node", "tf_half_pixel_for_nn")
 
 
 def _external_model(tmp_path: Path, location: str) -> Path:

@@ -1,0 +1,201 @@
+"""`luminal bench MODEL_OR_ARTIFACT`: compiled model vs the customer's baseline, signed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from luminal import licensing
+from luminal.cli.options import DimOption, JsonOption, parse_dims
+from luminal.cli.report import gate, print_summary
+from luminal.errors import InvalidResult, UsageError
+from luminal.licensing.pricing import to_decimal
+from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
+from luminal.metering.bench.baselines import registry
+from luminal.metering.bench.environment import parse_cpus
+from luminal.metering.bench.outputs import parse_tolerances
+from luminal.metering.report import sign_and_write
+
+TARGET = "cpu"
+
+
+def bench_cmd(
+    target: Annotated[
+        Path, typer.Argument(help="A compiled .lmnl artifact, or a model with --compile-first.")
+    ],
+    baseline: Annotated[
+        str, typer.Option("--baseline", "-b", help="onnxruntime, torch, torch-compile, tvm, ...")
+    ] = "onnxruntime",
+    compile_first: Annotated[
+        bool, typer.Option("--compile-first", help="Compile the model file first, beside -o.")
+    ] = False,
+    model: Annotated[
+        Path | None,
+        typer.Option("--model", help="The baseline's model (default: the artifact's source)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Report path (default: TARGET with .report.json)."),
+    ] = None,
+    duration: Annotated[
+        float, typer.Option(help="Minimum seconds of interleaved timing per scenario.")
+    ] = 10.0,
+    min_runs: Annotated[int, typer.Option(help="Minimum timed runs per arm.")] = 100,
+    min_blocks: Annotated[int, typer.Option(help="Minimum paired blocks (rounds).")] = 20,
+    block_ms: Annotated[float, typer.Option(help="Target milliseconds per block.")] = 50.0,
+    scenario: Annotated[str, typer.Option(help="latency, throughput or both.")] = "both",
+    batch: Annotated[
+        int | None, typer.Option(help="Throughput batch (default: the largest that fits).")
+    ] = None,
+    max_batch: Annotated[int, typer.Option(help="Cap of the automatic throughput batch.")] = 64,
+    inputs: Annotated[
+        Path | None, typer.Option("--inputs", help="FILE.npz of inputs (default: seeded random).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of inputs, block order and bootstrap.")] = 0,
+    input_sets: Annotated[int, typer.Option(help="Seeded input sets to cycle through.")] = 8,
+    threads: Annotated[
+        int | None, typer.Option(help="Threads for both arms (default: CPUs available).")
+    ] = None,
+    cpus: Annotated[str | None, typer.Option(help="Pin to these CPUs, e.g. 0-3.")] = None,
+    max_cv: Annotated[
+        float, typer.Option(help="Largest coefficient of variation of block means.")
+    ] = 0.10,
+    tol: Annotated[
+        list[str] | None, typer.Option("--tol", help="Tolerance DTYPE=RTOL,ATOL (repeatable).")
+    ] = None,
+    baseline_opt: Annotated[
+        list[str] | None,
+        typer.Option("--baseline-opt", help="KEY=VALUE for the baseline (repeatable)."),
+    ] = None,
+    price_per_hour: Annotated[
+        str | None,
+        typer.Option(help="Device price per hour (default: the license's price book)."),
+    ] = None,
+    fail_below: Annotated[
+        float | None,
+        typer.Option("--fail-below", help="Exit 1 when the speedup's lower bound is below this."),
+    ] = None,
+    dim: DimOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Benchmark a compiled model against the baseline on the original model; sign a report.
+
+    Both arms run in this process, on the same CPUs and thread count, interleaved in blocks
+    after a warm-up; outputs are checked against the baseline, and audited during the run.
+    The report is written whether the run is VALID or not; exit 5 when it is INVALID.
+    Needs a license entitling `bench` (and `compile` to compile).
+
+    Examples:
+
+      luminal bench model.lmnl --baseline onnxruntime -o report.json
+
+      luminal bench model.onnx --compile-first --duration 30 --fail-below 1.2
+    """
+    modes = {
+        "both": ("latency", "throughput"),
+        "latency": ("latency",),
+        "throughput": ("throughput",),
+    }
+    if scenario not in modes:
+        raise UsageError(f"--scenario {scenario}: choose from {', '.join(modes)}")
+    if baseline not in registry():
+        raise UsageError(f"unknown baseline '{baseline}'; choose from {', '.join(registry())}")
+    console = Console(stderr=True, quiet=as_json)
+    status = licensing.check("bench", TARGET)
+    for warning in status.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    out = output or target.with_suffix(".report.json")
+    request = BenchRequest(
+        target=target,
+        baseline=baseline,
+        model=model,
+        compile_first=compile_first,
+        work_dir=out.parent,
+        scenarios=modes[scenario],
+        batch=batch,
+        max_batch=max_batch,
+        inputs=inputs,
+        seed=seed,
+        input_sets=input_sets,
+        threads=threads,
+        cpus=parse_cpus(cpus),
+        method=MethodSettings(
+            duration_s=duration,
+            min_runs=min_runs,
+            min_blocks=min_blocks,
+            block_s=block_ms / 1e3,
+            max_cv=max_cv,
+            seed=seed,
+        ),
+        tolerances=parse_tolerances(tol),
+        baseline_settings=_pairs(baseline_opt),
+        dims=parse_dims(dim),
+        pricing=_pricing(status, price_per_hour),
+    )
+    with Progress(
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("preparing", total=1.0)
+
+        def progress(phase: str, done: float) -> None:
+            bar.update(task, description=phase, completed=done)
+
+        run = run_bench(request, progress=progress, authorize_compile=_authorize_compile)
+    statement = sign_and_write(run, out)
+    results = statement["predicate"]["results"]
+    if as_json:
+        typer.echo(json.dumps({"report": str(out), **results}, indent=2))
+    else:
+        print_summary(Console(), statement)
+        typer.echo(f"report: {out}")
+    if not results["validity"]["valid"]:
+        raise InvalidResult(
+            f"the run is INVALID ({'; '.join(results['validity']['reasons'])}); report {out}"
+        )
+    gate(results, fail_below)
+
+
+def _authorize_compile() -> None:
+    licensing.check("compile", TARGET)
+
+
+def _pairs(items: list[str] | None) -> dict[str, str]:
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--baseline-opt '{item}': expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def _pricing(status: licensing.LicenseStatus, price: str | None) -> dict[str, str] | None:
+    p = status.claims.pricing
+    if price is not None:
+        return {
+            "price_per_hour": str(to_decimal(price, "--price-per-hour")),
+            "share": p.share,
+            "currency": p.currency,
+            "device_class": TARGET,
+            "source": "--price-per-hour",
+        }
+    book = p.price(TARGET)
+    if book is None:
+        return None
+    return {
+        "price_per_hour": str(book),
+        "share": p.share,
+        "currency": p.currency,
+        "device_class": TARGET,
+        "source": f"license {status.claims.license_id}",
+    }

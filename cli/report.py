@@ -1,0 +1,177 @@
+"""`luminal report show|verify REPORT`: render a signed benchmark report, or check it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from luminal.errors import InvalidResult, UsageError
+from luminal.licensing.home import write_atomic
+from luminal.metering import report
+from luminal.metering.report import html, junit, markdown
+from luminal.metering.report.view import STAT_COLUMNS, fmt_speedup, view
+
+FORMATS = ("table", "html", "markdown", "junit", "json")
+
+report_app = typer.Typer(no_args_is_help=True, help="Signed benchmark reports: show, verify.")
+
+ReportArg = Annotated[Path, typer.Argument(help="A report written by `luminal bench`.")]
+FailBelow = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-below", help="Exit 1 when the speedup's lower confidence bound is below this."
+    ),
+]
+
+
+@report_app.command("show")
+def show_cmd(
+    path: ReportArg,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help=f"One of: {', '.join(FORMATS)}.")
+    ] = "table",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    fail_below: FailBelow = None,
+) -> None:
+    """Render a report: a table, one self-contained HTML page, markdown, JUnit XML or JSON.
+
+    Showing does not check the signature: `luminal report verify` does.
+
+    Examples:
+
+      luminal report show report.json
+
+      luminal report show report.json --format html -o report.html
+
+      luminal report show report.json --format markdown >> "$GITHUB_STEP_SUMMARY"
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
+    _, statement = report.read(path)
+    if fmt == "table":
+        if output is not None:
+            raise UsageError("--output needs --format html, markdown, junit or json")
+        print_summary(Console(), statement)
+        return
+    text = {
+        "html": lambda: html.render(statement),
+        "markdown": lambda: markdown.render(statement),
+        "junit": lambda: junit.render(statement, fail_below),
+        "json": lambda: json.dumps(statement, indent=2) + "\n",
+    }[fmt]()
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        write_atomic(output, text.encode(), mode=0o644)
+    except OSError as err:
+        raise UsageError(f"{output}: cannot write ({err.strerror})") from None
+    typer.echo(str(output))
+
+
+@report_app.command("verify")
+def verify_cmd(
+    path: ReportArg,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="Signer's public key: a file (install.json, PEM) or base64 (default: this install's).",
+        ),
+    ] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option("--file", help="A file (artifact, model, inputs) that must be a subject."),
+    ] = None,
+    fail_below: FailBelow = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+) -> None:
+    """Check the signature and recompute every derived number from the raw timings.
+
+    Exit 4 if the signature fails or any number differs from its recomputation; with
+    --fail-below, exit 5 for an INVALID run and 1 when the speedup's lower bound is below.
+
+    Examples:
+
+      luminal report verify report.json
+
+      luminal report verify report.json --key install.json --fail-below 1.2
+    """
+    verified = report.verify(path, report.load_key(key) if key else None, tuple(files or ()))
+    r = verified.results
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "ok": True,
+                    "keyid": verified.keyid,
+                    "compared": verified.compared,
+                    "verdict": r["validity"]["verdict"],
+                    "speedup": r["speedup"],
+                    "savings": r["savings"],
+                },
+                indent=2,
+            )
+        )
+    else:
+        typer.echo(
+            f"{path}: OK, signed by install key {verified.keyid}; {verified.compared} derived "
+            f"values recomputed from the raw timings and equal; {r['validity']['verdict']}, "
+            f"speedup {fmt_speedup(r['speedup'])}"
+        )
+    gate(r, fail_below)
+
+
+def gate(results: Mapping[str, Any], fail_below: float | None) -> None:
+    """The CI gate: exit 5 for an INVALID run, 1 when the lower bound is below the bar."""
+    if fail_below is None:
+        return
+    if not results["validity"]["valid"]:
+        raise InvalidResult(f"the run is INVALID ({'; '.join(results['validity']['reasons'])})")
+    lower = results["speedup"]["lower"] if results["speedup"] else 0.0
+    if lower < fail_below:
+        typer.echo(
+            f"error: speedup lower bound {lower:.3f} is below --fail-below {fail_below:g}",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
+    v = view(statement)
+    style = "bold green" if v.verdict == "VALID" else "bold red"
+    console.print(f"[bold]{v.title}[/]: [{style}]{v.verdict}[/]", highlight=False)
+    for sc in v.scenarios:
+        table = Table(
+            title=f"{sc.name} (batch {sc.batch}): speedup {fmt_speedup(sc.speedup)}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for col in STAT_COLUMNS:
+            table.add_column(col, justify="left" if col == "arm" else "right", no_wrap=True)
+        for row in sc.rows:
+            table.add_row(*row)
+        console.print(table)
+    for name, why in v.skipped.items():
+        console.print(f"{name}: skipped ({why})", highlight=False)
+    checks = Table(title="checks", title_justify="left", show_header=False)
+    checks.add_column("check")
+    checks.add_column("result")
+    checks.add_column("detail")
+    for c in v.checks:
+        checks.add_row(c["name"], "[green]OK[/]" if c["ok"] else "[red]FAIL[/]", c["detail"])
+    console.print(checks)
+    for w in v.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    console.print(f"speedup: {fmt_speedup(v.headline)}", highlight=False)
+    console.print(v.savings_line, highlight=False)

@@ -1,0 +1,102 @@
+"""Audits borrowed from MLPerf's compliance tests.
+
+TEST01 (outputs during the timed run): the harness keeps the outputs of sampled runs of
+the timed phase (`method.measure`); each is compared with the baseline's outputs for the
+same input set.  A model that is fast only because it skips work while being timed fails.
+
+TEST04 (caching): the compiled model runs `audit_runs` times on one repeated input (one it
+has already seen) and `audit_runs` times on inputs it has never seen (each used once),
+in interleaved blocks.  If the median run on the repeated input is more than
+`audit_threshold` (10%) faster, i.e. median(fresh) / median(repeated) > 1.10, results are
+being cached and the run is invalid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from luminal.metering.bench.method import Arm, Clock, Feeds, Sample
+from luminal.metering.bench.outputs import OutputCheck, check_outputs
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    round: int
+    run: int
+    input_set: int
+    ok: bool
+    max_abs: float
+    failed: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "round": self.round,
+            "run": self.run,
+            "input_set": self.input_set,
+            "ok": self.ok,
+            "max_abs": self.max_abs if np.isfinite(self.max_abs) else None,
+            "failed": list(self.failed),
+        }
+
+
+def test01(
+    samples: Sequence[Sample],
+    references: Sequence[Mapping[str, np.ndarray]],
+    tolerances: Mapping[str, tuple[float, float]],
+) -> list[SampleCheck]:
+    """Each sampled output against the baseline's outputs for its input set."""
+    out = []
+    for s in samples:
+        checks: list[OutputCheck] = check_outputs(s.outputs, references[s.input_set], tolerances)
+        out.append(
+            SampleCheck(
+                s.round,
+                s.run,
+                s.input_set,
+                all(c.ok for c in checks),
+                max((c.max_abs for c in checks), default=0.0),
+                tuple(c.name for c in checks if not c.ok),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Test04Timings:
+    repeated: list[list[int]]  # per block, per run ns
+    fresh: list[list[int]]
+
+    def to_json(self) -> dict[str, object]:
+        return {"repeated_ns": self.repeated, "fresh_ns": self.fresh}
+
+
+def test04(
+    arm: Arm,
+    repeated: Feeds,
+    fresh: Sequence[Feeds],
+    block: int,
+    *,
+    clock: Clock = time.perf_counter_ns,
+) -> Test04Timings:
+    """Interleaved blocks of `block` runs on the repeated input and on fresh inputs (each
+    used once), the side that goes first alternating."""
+    m = max(1, min(block, len(fresh)))
+    rounds = len(fresh) // m
+    timings = Test04Timings([], [])
+    for k in range(rounds):
+        chunk = fresh[k * m : (k + 1) * m]
+        sides = [("repeated", [repeated] * len(chunk)), ("fresh", list(chunk))]
+        if k % 2:
+            sides.reverse()
+        for side, feeds in sides:
+            times = []
+            for f in feeds:
+                t0 = clock()
+                arm(f)
+                times.append(clock() - t0)
+            getattr(timings, side).append(times)
+    return timings

@@ -1,0 +1,102 @@
+"""Every derived number of a benchmark, computed from its raw data alone.
+
+`derive(raw)` is what `luminal bench` writes under `results` and what `luminal report
+verify` recomputes and compares.  `raw` is the report predicate (JSON): method settings,
+per-scenario raw timings, parity and audit observations, pricing terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from luminal.licensing.pricing import quote
+from luminal.metering.bench import stats
+from luminal.metering.bench.validity import judge
+
+BASELINE, CANDIDATE = "baseline", "luminal"
+
+
+def derive(raw: Mapping[str, Any]) -> dict[str, Any]:
+    method = raw["method"]
+    per_scenario: dict[str, dict[str, Any]] = {}
+    arm_stats: dict[str, dict[str, stats.ArmStats]] = {}
+    for name, sc in raw["scenarios"].items():
+        if sc.get("skipped"):
+            continue
+        arms = sc["measurement"]["arms"]
+        arm_stats[name] = {
+            a: stats.arm_stats(rec["blocks"], sc["batch"]) for a, rec in arms.items()
+        }
+        ratio = stats.ratio_of_medians(
+            stats.block_means(arms[BASELINE]["blocks"]),
+            stats.block_means(arms[CANDIDATE]["blocks"]),
+            seed=method["seed"],
+            resamples=method["bootstrap_resamples"],
+            confidence=method["confidence"],
+        )
+        per_scenario[name] = {
+            **{a: s.to_json() for a, s in arm_stats[name].items()},
+            "speedup": ratio.to_json(),
+        }
+    t04 = raw["audit"]["test04"]
+    ratio04 = (
+        stats.median_ratio(t04["fresh_ns"], t04["repeated_ns"])
+        if t04.get("fresh_ns") and t04.get("repeated_ns")
+        else None
+    )
+    validity = judge(raw, arm_stats, ratio04)
+    headline = None
+    if per_scenario:
+        name = min(per_scenario, key=lambda n: per_scenario[n]["speedup"]["lower"])
+        headline = {"scenario": name, **per_scenario[name]["speedup"]}
+    return {
+        "scenarios": per_scenario,
+        "test04": {
+            "ratio": ratio04,
+            "threshold": method["audit_threshold"],
+            "ok": ratio04 is not None and ratio04 <= 1 + method["audit_threshold"],
+        },
+        "validity": validity.to_json(),
+        "speedup": headline,
+        "savings": savings(raw.get("pricing"), headline, validity.valid),
+    }
+
+
+def savings(
+    pricing: Mapping[str, Any] | None, headline: Mapping[str, Any] | None, valid: bool
+) -> dict[str, Any]:
+    """`price_per_hour x (1 - 1/speedup_lower)` and the licensed share, only for a VALID run
+    whose lower bound is above 1 and a known price."""
+    base: dict[str, Any] = {"claimed": False, "basis": "speedup_lower_bound"}
+    if pricing is None:
+        return {**base, "reason": "no price known: the license has no price for this device"}
+    base.update(pricing=dict(pricing))
+    if headline is None:
+        return {**base, "reason": "nothing was measured"}
+    if not valid:
+        return {**base, "reason": "the run is INVALID: no savings are claimed"}
+    lower = headline["lower"]
+    if not np.isfinite(lower) or lower <= 1:
+        return {**base, "reason": f"the speedup's lower bound {lower:.4g} is not above 1"}
+    basis = Decimal(repr(lower))
+    per_hour = quote(
+        pricing["price_per_hour"], basis, pricing["share"], currency=pricing["currency"]
+    )
+    per_1000 = quote(
+        pricing["price_per_hour"],
+        basis,
+        pricing["share"],
+        hours=1000,
+        currency=pricing["currency"],
+    )
+    return {
+        **base,
+        "claimed": True,
+        "speedup": str(basis),
+        "per_hour": per_hour.to_json(),
+        "per_1000_hours": per_1000.to_json(),
+    }

@@ -1,0 +1,347 @@
+"""One benchmark from start to finish: prepare both arms, check parity, measure each
+scenario, audit, and collect the raw data a report is made of.
+
+    prepare     pin and set threads (before anything is loaded), compile if asked, load the
+                artifact (hashes verified), open the baseline on the original model
+    execute     parity on every input set; per scenario the interleaved measurement and the
+                TEST01 check of its sampled outputs; TEST04 on the compiled model
+    raw         everything measured, nothing derived: `results.derive` computes the rest
+
+Scenarios: `latency` runs the artifact's own batch, one call at a time; `throughput` runs
+the largest batch that fits (or `--batch`), which needs a model whose inputs share one
+symbolic leading dimension: the model is compiled again at that batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import luminal
+from luminal.compiler.artifact import read_artifact
+from luminal.compiler.ir import TensorSpec
+from luminal.errors import UsageError
+from luminal.metering.bench import environment, inputs
+from luminal.metering.bench.audit import test01, test04
+from luminal.metering.bench.baselines import BaselineOptions, check_model, open_baseline, versions
+from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
+from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, OutputCheck, check_outputs, merge
+from luminal.metering.bench.results import BASELINE, CANDIDATE
+
+SCENARIOS = ("latency", "throughput")
+FRESH_BYTES = 256 * 2**20  # at most this much memory of fresh TEST04 inputs
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    target: Path  # a .lmnl artifact, or a model file with compile_first
+    baseline: str = "onnxruntime"
+    model: Path | None = None  # the baseline's model; default: the artifact's source
+    compile_first: bool = False
+    work_dir: Path | None = None  # where compiled artifacts are written
+    scenarios: tuple[str, ...] = SCENARIOS
+    batch: int | None = None  # throughput batch; None: the largest that fits
+    max_batch: int = 64
+    inputs: Path | None = None
+    seed: int = 0
+    input_sets: int = 8
+    threads: int | None = None
+    cpus: tuple[int, ...] | None = None
+    method: MethodSettings = field(default_factory=MethodSettings)
+    tolerances: Mapping[str, tuple[float, float]] = field(
+        default_factory=lambda: dict(DEFAULT_TOLERANCES)
+    )
+    baseline_settings: Mapping[str, str] = field(default_factory=dict)
+    dims: Mapping[str, int] = field(default_factory=dict)
+    pricing: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    batch: int
+    baseline: Arm
+    candidate: Arm
+    inputs: inputs.InputSets
+
+
+@dataclass(frozen=True)
+class Skipped:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    predicate: dict[str, Any]  # raw data only
+    subjects: list[dict[str, Any]]
+    artifacts: list[Path]
+
+
+def run_bench(
+    req: BenchRequest,
+    *,
+    clock: Clock = time.perf_counter_ns,
+    progress: Progress | None = None,
+    authorize_compile: Callable[[], None] | None = None,
+) -> BenchRun:
+    for s in req.scenarios:
+        if s not in SCENARIOS:
+            raise UsageError(f"unknown scenario '{s}'; choose from {', '.join(SCENARIOS)}")
+    conditions = environment.apply(req.threads, req.cpus)
+    load_start = environment.load_average()
+    artifact, model = _artifact_and_model(req, authorize_compile, progress)
+    session = luminal.load(artifact)
+    baseline, runner = open_baseline(
+        req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings)
+    )
+    sets = (
+        inputs.from_file(req.inputs, session.inputs)
+        if req.inputs
+        else inputs.seeded(session.inputs, req.seed, req.input_sets)
+    )
+    scenarios: list[Scenario | Skipped] = [
+        Scenario("latency", _batch(session.inputs), runner, session.run, sets)
+    ]
+    artifacts = [artifact]
+    if "throughput" in req.scenarios:
+        tp, extra = _throughput(req, session, model, runner, sets, authorize_compile, progress)
+        scenarios.append(tp)
+        artifacts.extend(extra)
+    if "latency" not in req.scenarios:
+        scenarios[0] = Skipped("latency", "not asked for (--scenario)")
+    fresh = inputs.fresh(session.inputs, _fresh_count(req.method.audit_runs, sets.sets[0]))
+    data = execute(scenarios, fresh, req.method, req.tolerances, clock=clock, progress=progress)
+    data["conditions"] = conditions.to_json()
+    data["machine"] = {
+        **environment.machine(),
+        "load_average": {"start": load_start, "end": environment.load_average()},
+    }
+    manifest = session.manifest
+    data["software"] = {
+        **versions(),
+        "compiler_version": manifest.get("compiler_version"),
+        "toolchain": manifest.get("target", {}).get("toolchain"),
+        "flags": manifest.get("target", {}).get("flags"),
+    }
+    data["baseline"] = {
+        "name": baseline.name,
+        "model": str(model),
+        "settings": dict(req.baseline_settings),
+        "info": dict(runner.info),
+    }
+    data["candidate"] = {
+        "name": "luminal",
+        "artifacts": [str(a) for a in artifacts],
+        "source": manifest.get("source"),
+        "compiled_here": req.compile_first,
+    }
+    data["inputs"] = sets.describe()
+    data["pricing"] = dict(req.pricing) if req.pricing else None
+    subjects = [_subject(f"artifact:{a.name}", a) for a in artifacts]
+    subjects.append(_subject(f"baseline-model:{model.name}", model))
+    subjects.append({"name": "inputs", "digest": {"sha256": sets.digest}})
+    if req.inputs:
+        subjects.append(_subject(f"inputs-file:{req.inputs.name}", req.inputs))
+    return BenchRun(data, subjects, artifacts)
+
+
+def execute(
+    scenarios: Sequence[Scenario | Skipped],
+    fresh: Sequence[Feeds],
+    method: MethodSettings,
+    tolerances: Mapping[str, tuple[float, float]],
+    *,
+    clock: Clock = time.perf_counter_ns,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Parity, measurement and audits on prepared arms (tests pass fake arms and clocks)."""
+    parity: list[list[OutputCheck]] = []
+    references: dict[str, list[dict[str, np.ndarray]]] = {}
+    ran = [s for s in scenarios if isinstance(s, Scenario)]
+    for sc in ran:
+        references[sc.name] = []
+        for k, feeds in enumerate(sc.inputs.sets):
+            want = sc.baseline(feeds)
+            references[sc.name].append(dict(want))
+            parity.append(check_outputs(sc.candidate(feeds), want, tolerances))
+            if progress:
+                progress(f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets))
+    raw_scenarios: dict[str, Any] = {}
+    samples: list[dict[str, object]] = []
+    for sc in scenarios:
+        if isinstance(sc, Skipped):
+            raw_scenarios[sc.name] = {"skipped": sc.reason}
+            continue
+        m = measure(
+            {BASELINE: sc.baseline, CANDIDATE: sc.candidate},
+            sc.inputs.sets,
+            method,
+            sample_arm=CANDIDATE,
+            clock=clock,
+            progress=(lambda phase, f, n=sc.name: progress(f"{phase} ({n})", f))
+            if progress
+            else None,
+        )
+        raw_scenarios[sc.name] = {"batch": sc.batch, "measurement": m.raw_json()}
+        for check in test01(m.samples, references[sc.name], tolerances):
+            samples.append({"scenario": sc.name, **check.to_json()})
+    t04: dict[str, Any] = {"runs": 0, "repeated_ns": [], "fresh_ns": []}
+    if ran and fresh:
+        sc = ran[0]
+        if progress:
+            progress("test04", 0.0)
+        block = max(1, len(fresh) // 10)
+        timings = test04(sc.candidate, sc.inputs.sets[0], fresh, block, clock=clock)
+        t04 = {"scenario": sc.name, "runs": len(fresh), **timings.to_json()}
+        if progress:
+            progress("test04", 1.0)
+    return {
+        "method": {**method.to_json(), "tolerances": {k: list(v) for k, v in tolerances.items()}},
+        "scenarios": raw_scenarios,
+        "parity": {
+            "sets": sum(len(s.inputs.sets) for s in ran),
+            "outputs": [c.to_json() for c in merge(parity)],
+        },
+        "audit": {"test01": {"samples": samples}, "test04": t04},
+    }
+
+
+def _artifact_and_model(
+    req: BenchRequest,
+    authorize_compile: Callable[[], None] | None,
+    progress: Progress | None,
+) -> tuple[Path, Path]:
+    target = req.target
+    if not target.exists():
+        raise UsageError(f"{target}: no such file")
+    if target.suffix.lower() == ".lmnl":
+        if req.compile_first:
+            raise UsageError(f"{target} is already compiled; --compile-first takes a model file")
+        if req.model is not None:
+            return target, req.model
+        manifest = read_artifact(target).manifest
+        source = Path(str(manifest.get("source", {}).get("path", "")))
+        if not source.is_file():
+            raise UsageError(
+                f"{target}: the model it was compiled from ({source}) is not there; pass --model"
+            )
+        return target, source
+    if not req.compile_first:
+        raise UsageError(
+            f"{target} is a model file: pass a compiled .lmnl artifact, or --compile-first"
+        )
+    check_model(req.baseline, req.model or target)  # before spending a compile
+    work = req.work_dir or Path(".")
+    artifact = work / f"{target.stem}.lmnl"
+    _compile(target, artifact, req.dims, authorize_compile, progress)
+    return artifact, req.model or target
+
+
+def _compile(
+    model: Path,
+    out: Path,
+    dims: Mapping[str, int],
+    authorize_compile: Callable[[], None] | None,
+    progress: Progress | None,
+) -> None:
+    from luminal.compiler.frontend import load_model
+    from luminal.compiler.pipeline import compile_model
+
+    if authorize_compile:
+        authorize_compile()
+    if progress:
+        progress(f"compile {out.name}", 0.0)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    compile_model(load_model(model, dims), out)
+    if progress:
+        progress(f"compile {out.name}", 1.0)
+
+
+def _batch(specs: Sequence[TensorSpec]) -> int:
+    """Items per call: the leading dimension of the first input (1 for a scalar)."""
+    return int(specs[0].shape[0]) if specs and specs[0].shape else 1
+
+
+def _throughput(
+    req: BenchRequest,
+    session: luminal.Session,
+    model: Path,
+    runner: Arm,
+    sets: inputs.InputSets,
+    authorize_compile: Callable[[], None] | None,
+    progress: Progress | None,
+) -> tuple[Scenario | Skipped, list[Path]]:
+    base = _batch(session.inputs)
+    dim = _symbolic_batch(model)
+    if dim is None:
+        why = f"the model's batch is fixed at {base}: the latency scenario's throughput applies"
+        return Skipped("throughput", why), []
+    batch = req.batch or _largest_batch(session, base, req.max_batch)
+    if batch == base:
+        return Skipped("throughput", f"the throughput batch is the latency batch ({base})"), []
+    out = (req.work_dir or Path(".")) / f"{model.stem}.b{batch}.lmnl"
+    _compile(model, out, {**req.dims, dim: batch}, authorize_compile, progress)
+    big = luminal.load(out)
+    sets_b = inputs.rebatch(sets, big.inputs)
+    return Scenario("throughput", batch, runner, big.run, sets_b), [out]
+
+
+def _symbolic_batch(model: Path) -> str | None:
+    """The dim_param every ONNX graph input has as its leading dimension, if any."""
+    if model.suffix.lower() != ".onnx":
+        return None
+    import onnx
+
+    proto = onnx.load(str(model), load_external_data=False)
+    inits = {t.name for t in proto.graph.initializer}
+    names = set()
+    for i in proto.graph.input:
+        if i.name in inits:
+            continue
+        dims = i.type.tensor_type.shape.dim
+        names.add(dims[0].dim_param if dims else "")
+    return names.pop() if len(names) == 1 and "" not in names else None
+
+
+def _largest_batch(session: luminal.Session, base: int, max_batch: int) -> int:
+    """The largest base x 2^k <= max_batch whose memory (arena, inputs, outputs, growing
+    linearly with the batch) fits in half the available memory."""
+    per_call = int(session.manifest["memory"]["arena_bytes"])
+    for s in (*session.inputs, *session.outputs):
+        per_call += int(np.prod(s.shape, dtype=np.int64)) * s.dtype.np.itemsize
+    budget = _available_memory() // 2
+    batch = base
+    while batch * 2 <= max_batch and per_call * (batch * 2) // base <= budget:
+        batch *= 2
+    return batch
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 2**32
+
+
+def _fresh_count(runs: int, example: Mapping[str, np.ndarray]) -> int:
+    size = max(1, sum(a.nbytes for a in example.values()))
+    return max(0, min(runs, FRESH_BYTES // size))
+
+
+def _subject(name: str, path: Path) -> dict[str, Any]:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return {"name": name, "digest": {"sha256": h.hexdigest()}}
