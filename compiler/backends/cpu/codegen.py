@@ -19,9 +19,9 @@ from luminal.compiler.schedule.indexing import Index, row_major, unflatten, view
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
 
 #: Elements (or multiply-adds) below which a kernel stays on one thread.  A parallel
-#: region costs a wake-up and a barrier; on a busy machine the barrier can wait a whole
-#: scheduler slice for a descheduled thread, so only work worth ~1 ms is split.
-PARALLEL_MIN_WORK = 1 << 22
+#: region costs a wake-up and a barrier, and on a busy machine the barrier can wait for a
+#: descheduled thread; 2^18 kept the suite's latency best here (2^15 and 2^22 were worse).
+PARALLEL_MIN_WORK = 1 << 18
 
 
 @dataclass(frozen=True)
