@@ -168,3 +168,15 @@ class GraphError(CompilerError):
 class ArtifactIncompatible(CompilerError):
     """A compiled artifact that this machine or this luminal cannot run (CPU features,
     architecture, format version)."""
+
+
+def one_line(err: BaseException, first_line: bool = False) -> str:
+    """A foreign exception as one line for a LuminalError message: all of its text with
+    whitespace collapsed (or only its first line), at most 300 characters."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    text = (
+        (lines[0] if first_line else " ".join(" ".join(lines).split()))
+        if lines
+        else type(err).__name__
+    )
+    return text[:300] + ("..." if len(text) > 300 else "")

@@ -31,6 +31,7 @@ from luminal.errors import (
     ModelLoadError,
     UnsupportedOp,
     UsageError,
+    one_line,
 )
 
 ONNX_TYPE_OF = {dtype: code for code, dtype in ONNX_DTYPES.items()}
@@ -105,7 +106,7 @@ def _read(file: Path) -> onnx.ModelProto:
         model.ParseFromString(data)
     except Exception as err:  # protobuf raises DecodeError and, on some inputs, others
         raise ModelLoadError(
-            file, f"not a valid ONNX file (truncated or corrupt): {_one_line(err)}"
+            file, f"not a valid ONNX file (truncated or corrupt): {one_line(err)}"
         ) from None
     if not model.HasField("graph") or not model.opset_import:
         raise ModelLoadError(
@@ -143,7 +144,7 @@ def _load_external_data(model: onnx.ModelProto, file: Path) -> None:
         try:
             external_data_helper.load_external_data_for_model(model, str(base))
         except Exception as err:
-            raise ModelLoadError(file, f"cannot load external data: {_one_line(err)}") from None
+            raise ModelLoadError(file, f"cannot load external data: {one_line(err)}") from None
 
 
 def _check(model: onnx.ModelProto, file: Path) -> None:
@@ -153,11 +154,11 @@ def _check(model: onnx.ModelProto, file: Path) -> None:
         else:
             onnx.checker.check_model(str(file))
     except Exception as err:
-        raise ModelLoadError(file, f"fails the ONNX checker: {_one_line(err)}") from None
+        raise ModelLoadError(file, f"fails the ONNX checker: {one_line(err)}") from None
     try:
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except Exception as err:
-        raise ModelLoadError(file, f"fails ONNX shape inference: {_one_line(err)}") from None
+        raise ModelLoadError(file, f"fails ONNX shape inference: {one_line(err)}") from None
 
 
 def _default_opset(model: onnx.ModelProto, source: str) -> int:
@@ -185,7 +186,7 @@ def _tensor(tensor: onnx.TensorProto, source: str) -> np.ndarray:
         return numpy_helper.to_array(tensor)
     except Exception as err:
         raise ModelLoadError(
-            source, f"initializer '{tensor.name}' is unreadable: {_one_line(err)}"
+            source, f"initializer '{tensor.name}' is unreadable: {one_line(err)}"
         ) from None
 
 
@@ -345,8 +346,3 @@ def _check_declared(out: onnx.ValueInfoProto, value: Value, source: str) -> None
     raise ModelLoadError(
         source, f"graph output '{out.name}' is declared {declared} but computes {list(value.shape)}"
     )
-
-
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text[:300] + ("..." if len(text) > 300 else "") if text else type(err).__name__

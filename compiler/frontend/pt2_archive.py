@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from luminal import errors
 from luminal.errors import LuminalError, ModelLoadError, UnsupportedOp, UsageError
 
 # Relative to the archive's root folder.  Anything else is refused.
@@ -268,6 +269,5 @@ def _int(file: Path, sym: Any) -> int:
 
 
 def one_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    text = lines[0] if lines else type(err).__name__
-    return text[:300] + ("..." if len(text) > 300 else "")
+    """First line of a foreign exception (torch's messages run for pages)."""
+    return errors.one_line(err, first_line=True)

@@ -27,12 +27,12 @@ from onnx import helper, numpy_helper, version_converter
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
 from luminal.compiler.frontend import onnx as onnx_frontend
-from luminal.compiler.frontend.onnx_functions import all_nodes
+from luminal.compiler.frontend.onnx_functions import sources
 from luminal.compiler.frontend.onnx_ops.context import DataDependent
 from luminal.compiler.integrations.build import compile_to_session
 from luminal.compiler.pipeline import CompileOptions
 from luminal.compiler.runtime import Session
-from luminal.errors import ModelLoadError, UnsupportedOp, UsageError
+from luminal.errors import ModelLoadError, UnsupportedOp, UsageError, one_line
 
 SOURCE = "<onnx backend>"
 _Key = tuple[Any, ...]
@@ -155,7 +155,7 @@ class LuminalBackend(Backend):
         try:
             onnx.checker.check_model(model)
         except Exception as err:
-            raise ModelLoadError(SOURCE, f"fails the ONNX checker: {_one_line(err)}") from None
+            raise ModelLoadError(SOURCE, f"fails the ONNX checker: {one_line(err)}") from None
         for where, values in (("input", model.graph.input), ("output", model.graph.output)):
             for value in values:
                 kind = value.type.WhichOneof("value")
@@ -208,7 +208,7 @@ class LuminalBackend(Backend):
         try:
             model = onnx.shape_inference.infer_shapes(model)
         except Exception as err:
-            raise ModelLoadError(SOURCE, f"fails ONNX shape inference: {_one_line(err)}") from None
+            raise ModelLoadError(SOURCE, f"fails ONNX shape inference: {one_line(err)}") from None
         return cls.run_model(model, arrays, device)
 
     @classmethod
@@ -230,7 +230,7 @@ def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
     except Exception as err:
         raise UnsupportedOp(
             f"opset {versions[0]} is older than {onnx_frontend.MIN_OPSET} and onnx's "
-            f"version converter cannot upgrade it: {_one_line(err)}",
+            f"version converter cannot upgrade it: {one_line(err)}",
             opset=versions[0],
         ) from None
 
@@ -312,23 +312,7 @@ def _inputs_feeding(
     model: onnx.ModelProto, values: Sequence[str], graph_inputs: set[str]
 ) -> set[str]:
     """The graph inputs that `values` are computed from."""
-    producer = {o: n for n in all_nodes(model.graph.node) for o in n.output}
-    found, seen, stack = set(), set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if v in graph_inputs:
-            found.add(v)
-        elif v in producer:
-            stack.extend(i for i in producer[v].input if i)
-    return found
-
-
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text[:300] + ("..." if len(text) > 300 else "") if text else type(err).__name__
+    return sources(model.graph.node, values, graph_inputs)
 
 
 prepare = LuminalBackend.prepare
