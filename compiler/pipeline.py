@@ -85,9 +85,10 @@ def compile_model(
     flags, features = toolchain.feature_flags(cpu)
     with clock("generate C"):
         tc = toolchain.find_toolchain()
+        mr, nr = default_tiles(features)
         cg = codegen.CodegenOptions(
-            mr=options.tile_m or default_tiles(features)[0],
-            nr=options.tile_n or default_tiles(features)[1],
+            mr=options.tile_m or mr,
+            nr=options.tile_n or nr,
             fma="fma" in features,
             openmp=options.openmp and tc.openmp,
         )

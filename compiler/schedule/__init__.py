@@ -125,7 +125,7 @@ def schedule(graph: Graph) -> Schedule:
     ):
         weights.append((i, woff))
         homes[i] = Place("weight", woff)
-        woff = memory._align(woff + _nbytes(graph, packed, i))
+        woff = memory.align(woff + _nbytes(graph, packed, i))
 
     last_read: dict[int, int] = {}
     for n, k in enumerate(kernels):

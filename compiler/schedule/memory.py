@@ -40,14 +40,14 @@ def plan(lifetimes: list[Lifetime]) -> tuple[dict[int, int], int]:
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, start, end)
     offsets: dict[int, int] = {}
     for r, (start, end, size) in sorted(slots.items(), key=lambda kv: (-kv[1][2], kv[1][0])):
-        size = _align(size)
+        size = align(size)
         offset = 0
         moved = True  # bump past every clash with a live buffer until none is left
         while moved:
             moved = False
             for o, s, a, b in placed:
                 if a <= end and start <= b and o < offset + size and offset < o + s:
-                    offset = _align(o + s)
+                    offset = align(o + s)
                     moved = True
         placed.append((offset, size, start, end))
         offsets[r] = offset
@@ -55,5 +55,5 @@ def plan(lifetimes: list[Lifetime]) -> tuple[dict[int, int], int]:
     return {lt.buffer: offsets[root[lt.buffer]] for lt in lifetimes}, arena
 
 
-def _align(n: int) -> int:
+def align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN

@@ -10,21 +10,19 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 import luminal
 from luminal.compiler.artifact import read_artifact, write_artifact
 from luminal.compiler.frontend.onnx import load as load_onnx
 from luminal.errors import ArtifactIncompatible, IntegrityError, UsageError
+from luminal.metering.oracles import run_oracle
 from luminal.metering.parity import compare
 from tests.helpers.onnx_cases import node_model
 
 
 def _ort(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, feeds), strict=True))
+    return run_oracle("onnxruntime", path, feeds)
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "encoder", "gpt"])

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import interpreter, spec
+from luminal.metering.oracles import run_oracle
 from luminal.metering.parity import compare
 
 NP_TO_ONNX = {
@@ -83,10 +83,8 @@ def check_against_ort(
     loaded = load(path)
     spec.check(loaded.graph)
     got = interpreter.run(loaded.graph, feeds)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    want = dict(zip(names, sess.run(names, feeds), strict=True))
-    for name in names:
+    want = run_oracle("onnxruntime", path, feeds)
+    for name in want:
         assert got[name].dtype == want[name].dtype, (name, got[name].dtype, want[name].dtype)
     parity = compare(got, want, rtol, atol)
     assert parity.ok, parity.to_json()

@@ -9,6 +9,7 @@ rounded as written (contraction kernels call fma() explicitly).  No -ffast-math.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -81,7 +82,9 @@ def _zig() -> Toolchain:
     return _probe((sys.executable, "-m", "ziglang", "cc"), "zig cc")
 
 
+@functools.lru_cache(maxsize=8)
 def _probe(command: tuple[str, ...], name: str) -> Toolchain:
+    """Whether this compiler has OpenMP; asked once per compiler per process."""
     with tempfile.TemporaryDirectory(prefix="luminal-cc-") as tmp:
         src = Path(tmp) / "probe.c"
         src.write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")

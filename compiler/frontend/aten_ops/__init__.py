@@ -12,19 +12,9 @@ from luminal.compiler.frontend.aten_ops.context import (
     Result,
     static_shape,
 )
+from luminal.compiler.frontend.model import merge_op_tables
 
-
-def _merge(*tables: dict[str, Lowering]) -> dict[str, Lowering]:
-    merged: dict[str, Lowering] = {}
-    for table in tables:
-        clash = merged.keys() & table.keys()
-        if clash:
-            raise RuntimeError(f"ATen ops lowered twice: {sorted(clash)}")
-        merged.update(table)
-    return merged
-
-
-OPS: dict[str, Lowering] = _merge(elementwise.OPS, nn.OPS, tensor.OPS, reduce.OPS)
+OPS: dict[str, Lowering] = merge_op_tables("ATen", elementwise.OPS, nn.OPS, tensor.OPS, reduce.OPS)
 
 __all__ = [
     "IR_TO_TORCH",

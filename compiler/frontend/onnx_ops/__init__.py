@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from luminal.compiler.frontend.model import merge_op_tables
 from luminal.compiler.frontend.onnx_ops import (
     activation,
     attention,
@@ -22,18 +23,8 @@ from luminal.compiler.frontend.onnx_ops import (
 )
 from luminal.compiler.frontend.onnx_ops.context import Lowering, NodeContext
 
-
-def _merge(*tables: dict[str, Lowering]) -> dict[str, Lowering]:
-    merged: dict[str, Lowering] = {}
-    for table in tables:
-        clash = merged.keys() & table.keys()
-        if clash:
-            raise RuntimeError(f"ONNX ops lowered twice: {sorted(clash)}")
-        merged.update(table)
-    return merged
-
-
-OPS: dict[str, Lowering] = _merge(
+OPS: dict[str, Lowering] = merge_op_tables(
+    "ONNX",
     elementwise.OPS,
     activation.OPS,
     nn.OPS,
