@@ -9,7 +9,8 @@ and contractions get a register-blocked loop nest with tile sizes MR x NR.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.ir import DType, Op
@@ -17,6 +18,7 @@ from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.indexing import Index, row_major, unflatten, view_source
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
+from luminal.compiler.schedule.variant import DEFAULT, Variant
 
 #: Elements (or multiply-adds) below which a kernel stays on one thread.  A parallel
 #: region costs a wake-up and a barrier, and on a busy machine the barrier can wait for a
@@ -31,12 +33,13 @@ class CodegenOptions:
     fma: bool = True  # accumulate contractions with fused multiply-add
     openmp: bool = True
     profile: bool = False  # time every kernel into lum_kernel_seconds[]
+    variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
 
 
 def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str:
     parts = [cexpr.PRELUDE]
     for kernel in sched.kernels:
-        parts.append(_KernelWriter(sched, kernel, options).write())
+        parts.append(generate_kernel(sched, kernel, options))
     if options.profile:
         # Per-kernel wall time, summed over calls: read lum_kernel_seconds[0..n).
         n = len(sched.kernels)
@@ -63,12 +66,29 @@ def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str
     return "\n".join(parts)
 
 
+def generate_kernel(
+    sched: Schedule,
+    kernel: Kernel,
+    options: CodegenOptions,
+    variant: Variant | None = None,
+    name: str | None = None,
+) -> str:
+    """One kernel's C function, `static int NAME(arena, weights, inputs, outputs)`, in
+    `variant` (default: the one `options.variants` gives the kernel, else the default)."""
+    v = variant if variant is not None else options.variants.get(kernel.name, DEFAULT)
+    return _KernelWriter(sched, kernel, options, v, name or kernel.name).write()
+
+
 class _KernelWriter:
-    def __init__(self, sched: Schedule, kernel: Kernel, options: CodegenOptions) -> None:
+    def __init__(
+        self, sched: Schedule, kernel: Kernel, options: CodegenOptions, variant: Variant, name: str
+    ) -> None:
         self.s = sched
         self.g = sched.graph
         self.k = kernel
         self.o = options
+        self.v = variant
+        self.name = name
         self.counter = 0
         self.pointers: dict[int, str] = {}
         self.uses_err = False
@@ -97,7 +117,7 @@ class _KernelWriter:
         head = (
             f"/* {self.k.kind}: node %{self.k.node} {node.op.value} -> {'x'.join(map(str, node.shape)) or 'scalar'} "
             f"{node.dtype.value} */\n"
-            f"static int {self.k.name}(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {{\n"
+            f"static int {self.name}(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {{\n"
             "    (void)arena; (void)weights; (void)inputs; (void)outputs;\n"
             "    int err = 0;\n"
         )
@@ -137,13 +157,20 @@ class _KernelWriter:
         self, out: list[str], loops: list[tuple[str, int]], depth: int, parallel: bool, work: int
     ) -> int:
         for n, (name, size) in enumerate(loops):
-            if n == 0 and parallel and self.o.openmp and work >= PARALLEL_MIN_WORK:
+            if n == 0 and parallel and self._parallel(work):
                 out.append(
                     "    " * depth + "#pragma omp parallel for schedule(static) reduction(|:err)"
                 )
             out.append("    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
             depth += 1
         return depth
+
+    def _parallel(self, work: int) -> bool:
+        if not self.o.openmp:
+            return False
+        if self.v.parallel is not None:
+            return self.v.parallel
+        return work >= PARALLEL_MIN_WORK
 
     def _close(self, out: list[str], loops: list[tuple[str, int]], depth: int) -> int:
         for _ in loops:
@@ -244,8 +271,8 @@ class _KernelWriter:
         outs = [v for v in cl.loops if v not in cl.reduced]
         t = cexpr.ctype(node.dtype, node.op.value)
         cexpr.computable(node.op, node.dtype)
-        mr = self.o.mr if m is not None else 1
-        nr = self.o.nr
+        mr = (self.v.mr or self.o.mr) if m is not None else 1
+        nr = self.v.nr or self.o.nr
         msize = m.size if m is not None else 1
         m0, n0 = Var("m0", msize), Var("n0", n.size)
         sub = {n: Lin.of(n0)}
@@ -263,7 +290,7 @@ class _KernelWriter:
         for v in cl.loops:
             work *= v.size
         d = 1
-        if self.o.openmp and work >= PARALLEL_MIN_WORK:
+        if self._parallel(work):
             out.append(f"    #pragma omp parallel for collapse({len(outer) + 2}) schedule(static)")
         for name, size in outer:
             out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")

@@ -1,0 +1,37 @@
+"""`Variant`: one way to run one kernel.  The search chooses a variant per kernel; the
+backend's code generator honours it.  The default variant is the backend's own rule of
+thumb, so a schedule compiled without a search is exactly what it was before."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Variant:
+    impl: str = "generated"  # "generated" | "blas" (a library GEMM, fused epilogue after)
+    mr: int | None = None  # contraction register tile rows; None: the backend default
+    nr: int | None = None  # contraction register tile columns
+    kc: int | None = None  # reduction (K) block; None: not blocked
+    parallel: bool | None = None  # None: parallel above the backend's work threshold
+
+    @property
+    def label(self) -> str:
+        parts = [self.impl]
+        for name in ("mr", "nr", "kc"):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}{value}")
+        if self.parallel is not None:
+            parts.append("par" if self.parallel else "seq")
+        return "-".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, object]) -> Variant:
+        return Variant(**{k: data[k] for k in ("impl", "mr", "nr", "kc", "parallel") if k in data})  # type: ignore[arg-type]
+
+
+DEFAULT = Variant()
