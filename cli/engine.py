@@ -16,6 +16,7 @@ from luminal.compiler.frontend import load_model
 from luminal.compiler.ir import Graph, TensorSpec, interpreter
 from luminal.compiler.pipeline import compile_model
 from luminal.compiler.runtime import Session, load
+from luminal.compiler.runtime.backend import BackendSession
 from luminal.errors import UsageError
 
 
@@ -48,5 +49,5 @@ class Engine:
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if isinstance(self._runner, Graph):
             return interpreter.run(self._runner, feeds)
-        assert isinstance(self._runner, Session)
+        assert isinstance(self._runner, (Session, BackendSession))
         return self._runner.run(feeds)

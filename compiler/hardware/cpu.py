@@ -11,6 +11,8 @@ import platform
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from luminal.compiler.hardware.device import Device
+
 #: SIMD and matrix features that change what code the CPU backend may emit.
 SIMD_FLAGS = (
     "sse2",
@@ -105,6 +107,20 @@ def detect_cpu(root: Path = Path("/")) -> CpuInfo:
         logical_cores=cores,
         simd=simd,
         memory_bytes=parse_meminfo(_read(root / "proc" / "meminfo")),
+    )
+
+
+def cpu_device(cpu: CpuInfo) -> Device:
+    """The CPU as a `Device`: its SIMD features are part of its fingerprint, since the C
+    the CPU backend emits depends on them."""
+    return Device(
+        kind="cpu",
+        vendor=cpu.vendor or "unknown",
+        name=cpu.model,
+        memory_bytes=cpu.memory_bytes,
+        arch=cpu.arch,
+        source="proc",
+        details={"logical_cores": str(cpu.logical_cores), "features": " ".join(cpu.simd)},
     )
 
 

@@ -22,8 +22,12 @@ class Device:
 
     @property
     def fingerprint(self) -> str:
-        """Stable id of what generated code depends on (not the driver, not the bus slot)."""
-        text = "|".join((self.kind, self.vendor, self.name, self.arch, str(self.memory_bytes)))
+        """Stable id of what generated code depends on: the part (kind, vendor, name,
+        arch) and, for a CPU, its instruction-set features.  Not the driver, the bus slot
+        or the amount of memory: a tuning result holds across those (GPU names already
+        tell memory variants apart: "H100 80GB HBM3", "A100-SXM4-40GB")."""
+        features = str(self.details.get("features", ""))
+        text = "|".join((self.kind, self.vendor, self.name, self.arch, features))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, object]:

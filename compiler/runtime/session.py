@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from luminal.compiler.artifact import read_artifact
+from luminal.compiler.artifact import Artifact, read_artifact
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, TensorSpec
+from luminal.compiler.runtime.backend import BackendSession, open_with_backend
 from luminal.errors import ArtifactIncompatible, UsageError
 
 ALIGN = 64
@@ -66,12 +67,25 @@ class Session:
             return _aligned(self._arena_bytes)
 
 
-def load(path: str | os.PathLike[str]) -> Session:
-    """Verify and load a `.lmnl` artifact."""
+def load(path: str | os.PathLike[str]) -> Session | BackendSession:
+    """Verify and load a `.lmnl` artifact.  A CPU artifact runs here; one built for
+    another target is handed to the backend that built it (compiler/runtime/backend.py)."""
     file = Path(path)
     art = read_artifact(file)
+    if art.manifest.get("target", {}).get("kind") != "cpu":
+        return open_with_backend(file, art)
+    return open_cpu(file, art)
+
+
+def open_cpu(file: Path | None, art: Artifact) -> Session:
+    """A Session on verified artifact contents (`file` only names it in messages)."""
+    file = file or Path("<artifact>")
     manifest = art.manifest
     _check_target(file, manifest)
+    if "blas" in manifest.get("target", {}):  # opened first: the model library needs it
+        from luminal.compiler.backends.cpu import blas
+
+        blas.load(manifest["target"]["blas"], str(file))
     weights = _aligned(len(art.members["weights.bin"]))
     weights[:] = np.frombuffer(art.members["weights.bin"], np.uint8)
     with tempfile.TemporaryDirectory(prefix="luminal-lib-") as tmp:
