@@ -1,0 +1,181 @@
+"""The GPU backends: NVIDIA (`cuda`) and AMD (`rocm`), one Triton implementation.
+
+codegen  schedule -> model.py (Triton kernels + host `run`); needs no GPU and no
+         triton install, so any machine can compile for a GPU it does not have
+compile  model.py and the packed weights; the target records the GPU architecture
+         (the device's, or DEFAULT_ARCH when compiling without one) and the
+         Triton version the code was written against
+load     on a GPU of the artifact's kind: buffers on the device, a warm-up that
+         compiles the kernels, then one CUDA/HIP graph replayed per run; with
+         TRITON_INTERPRET=1: Triton's interpreter on CPU tensors; otherwise
+         ArtifactIncompatible, in one line
+time     CUDA events around graph replays (wall clock in the interpreter)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from luminal.compiler.backends.protocol import Built, Capabilities
+from luminal.compiler.backends.triton import codegen
+from luminal.compiler.backends.triton.launch import TritonOptions
+from luminal.compiler.backends.triton.runtime import TritonExecutable, device_for, load_module
+from luminal.compiler.hardware.device import Device
+from luminal.compiler.ir import DType
+from luminal.errors import ArtifactIncompatible
+
+if TYPE_CHECKING:
+    from luminal.compiler.pipeline import CompileOptions
+    from luminal.compiler.schedule import Schedule
+
+#: The architecture recorded when compiling without the device: the current data-center
+#: part of each vendor (H100/H200, MI300X).  Triton compiles for the GPU present at load.
+DEFAULT_ARCH = {"cuda": "sm_90", "rocm": "gfx942"}
+KERNEL_KINDS = ("elementwise", "reduce", "contraction", "scatter")
+ABI = 1  # the generated module's interface: run(arena, weights, inputs, outputs, err, launch)
+
+
+@dataclass(frozen=True)
+class TritonBackend:
+    name: str
+    kind: str  # Device.kind served: "cuda" | "rocm"
+    priority: int  # --target auto: cuda 30, rocm 20 (above the CPU's 0)
+    base: TritonOptions  # this kind's code generation defaults
+
+    def discover(self) -> Sequence[Device]:
+        from luminal.compiler.hardware import amd, nvidia
+        from luminal.compiler.hardware.probe import Probe
+
+        found = (nvidia if self.kind == "cuda" else amd).discover(Probe.from_env())
+        return tuple(found)
+
+    def capabilities(self, device: Device | None) -> Capabilities:
+        return Capabilities(
+            dtypes=tuple(d.value for d in DType),
+            kernel_kinds=KERNEL_KINDS,
+            needs_device_to_compile=False,
+        )
+
+    def options(self, options: CompileOptions | None) -> TritonOptions:
+        """The compile options as Triton choices: --tile-m/--tile-n are the default
+        contraction tile (rounded up to powers of two >= 16); per-kernel variants, when
+        the options carry them, override it kernel by kernel."""
+        opts = self.base
+        if options is not None:
+            if getattr(options, "tile_m", None):
+                opts = replace(opts, block_m=options.tile_m)
+            if getattr(options, "tile_n", None):
+                opts = replace(opts, block_n=options.tile_n)
+            variants = getattr(options, "variants", None)
+            if variants:
+                opts = replace(opts, variants=dict(variants))
+        return opts
+
+    def arch(self, device: Device | None) -> tuple[str, str]:
+        """(architecture, where it came from: "device" or "default")."""
+        if device is not None and device.arch:
+            return device.arch, "device"
+        return DEFAULT_ARCH[self.kind], "default"
+
+    def codegen(
+        self, sched: Schedule, options: CompileOptions | None, device: Device | None
+    ) -> Mapping[str, str]:
+        return {"model.py": codegen.generate(sched, self.options(options), self.arch(device)[0])}
+
+    def compile(
+        self, sched: Schedule, options: CompileOptions | None, device: Device | None
+    ) -> Built:
+        opts = self.options(options)
+        arch, source = self.arch(device)
+        codes = codegen.generate_kernels(sched, opts)
+        text = codegen.generate(sched, opts, arch, codes)
+        target = {
+            "kind": self.kind,
+            "backend": self.name,
+            "arch": arch,
+            "arch_source": source,
+            "device_name": device.name if device is not None else None,
+            "triton": _triton_version(),
+            "abi": ABI,
+            "input_precision": opts.input_precision,
+            "cuda_graph": opts.cuda_graph,
+        }
+        notes: dict[str, Any] = {"triton kernels": sum(len(c.launches) for c in codes)}
+        if source == "default":
+            notes["arch"] = (
+                f"no {self.kind} device here: built for {arch} (Triton compiles for the GPU at load)"
+            )
+        fallbacks = [n for c in codes for n in c.notes]
+        if fallbacks:
+            notes["variants"] = fallbacks
+        members = {"model.py": text.encode(), "weights.bin": pack_weights(sched)}
+        return Built(target, members, notes)
+
+    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> TritonExecutable:
+        target = manifest.get("target", {})
+        if target.get("kind") != self.kind:
+            raise ArtifactIncompatible(
+                f"built for target '{target.get('kind')}'; the '{self.name}' backend runs '{self.kind}'"
+            )
+        if target.get("abi", ABI) != ABI:
+            raise ArtifactIncompatible(
+                f"generated-module ABI {target.get('abi')} is not this backend's {ABI}; recompile it"
+            )
+        device = device_for(target)  # ArtifactIncompatible without the GPU
+        source = members["model.py"]
+        module = load_module(source.decode(), hashlib.sha256(source).hexdigest()[:16])
+        exe = TritonExecutable(module, members["weights.bin"], target, device)
+        exe.prepare(cuda_graph=bool(target.get("cuda_graph", True)))
+        return exe
+
+    def time(self, exe: Any, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
+        return exe.time(feeds, repeats)
+
+
+def pack_weights(sched: Schedule) -> bytes:
+    """Every constant a kernel reads at its schedule offset (64-byte aligned)."""
+    blob = bytearray(sched.weights_bytes)
+    for node, offset in sched.weights:
+        data = np.ascontiguousarray(sched.weight_array(node)).tobytes()
+        blob[offset : offset + len(data)] = data
+    return bytes(blob)
+
+
+def _triton_version() -> str | None:
+    """The installed Triton, under any of the names its wheels are published as."""
+    for dist in ("triton", "pytorch-triton-rocm", "pytorch-triton"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class CudaBackend(TritonBackend):
+    """NVIDIA GPUs through Triton (the registry's "cuda")."""
+
+    name: str = "cuda"
+    kind: str = "cuda"
+    priority: int = 30
+    base: TritonOptions = field(default_factory=lambda: TritonOptions.for_kind("cuda"))
+
+
+@dataclass(frozen=True)
+class RocmBackend(TritonBackend):
+    """AMD GPUs through Triton (the registry's "rocm")."""
+
+    name: str = "rocm"
+    kind: str = "rocm"
+    priority: int = 20
+    base: TritonOptions = field(default_factory=lambda: TritonOptions.for_kind("rocm"))
+
+
+CUDA_BACKEND = CudaBackend()
+ROCM_BACKEND = RocmBackend()
