@@ -12,18 +12,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from luminal.compiler.backends.cpu import cexpr
-from luminal.compiler.ir import DType, Op
+from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads
+from luminal.compiler.ir import DType, Node, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.indexing import Index, row_major, unflatten, view_source
 from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 
-#: Elements (or multiply-adds) below which a kernel stays on one thread.  A parallel
-#: region costs a wake-up and a barrier, and on a busy machine the barrier can wait for a
-#: descheduled thread; 2^18 kept the suite's latency best here (2^15 and 2^22 were worse).
-PARALLEL_MIN_WORK = 1 << 18
+#: Elements (or multiply-adds) below which a kernel stays on one thread.  A kernel on
+#: the thread pool (threads.py) costs a claim per chunk and, when the workers slept, a
+#: wake-up; measured on the suite (2 cores): 2^16 was best (encoder 18.9 -> 18.3 ms
+#: against 2^18, which had suited OpenMP's fork and barrier; 2^14 and 2^15 no better).
+PARALLEL_MIN_WORK = 1 << 16
+
+#: Reductions of at most this many elements per output (pooling windows) are unrolled
+#: rather than vectorized along the reduction, so the loop over outputs vectorizes.
+SHORT_REDUCTION = 16
 
 
 @dataclass(frozen=True)
@@ -31,13 +36,14 @@ class CodegenOptions:
     mr: int = 4  # contraction tile rows
     nr: int = 16  # contraction tile columns (a multiple of the vector width)
     fma: bool = True  # accumulate contractions with fused multiply-add
-    openmp: bool = True
+    openmp: bool = True  # parallel kernels on the library's thread pool (threads.py)
     profile: bool = False  # time every kernel into lum_kernel_seconds[]
+    simd: str = ""  # vector ISA for f32 micro-kernels (`simd.ISAS`); "" = portable C only
     variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
 
 
 def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str:
-    parts = [cexpr.PRELUDE]
+    parts = [cexpr.PRELUDE, threads.POOL, blas.PROTOTYPES, simd.ISAS[options.simd].macros()]
     for kernel in sched.kernels:
         parts.append(generate_kernel(sched, kernel, options))
     if options.profile:
@@ -66,6 +72,26 @@ def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str
     return "\n".join(parts)
 
 
+def options_for(
+    features: tuple[str, ...],
+    openmp: bool,
+    tile_m: int | None = None,
+    tile_n: int | None = None,
+    **more: object,
+) -> CodegenOptions:
+    """The options for a library built with these CPU features: the register tile and
+    vector ISA they allow (`gemm.default_tile`, `simd.isa_for`), FMA when present."""
+    mr, nr = gemm.default_tile(features)
+    fields: dict[str, object] = {
+        "mr": tile_m or mr,
+        "nr": tile_n or nr,
+        "fma": "fma" in features,
+        "openmp": openmp,
+        "simd": simd.isa_for(features).name,
+    }
+    return CodegenOptions(**{**fields, **more})  # type: ignore[arg-type]
+
+
 def generate_kernel(
     sched: Schedule,
     kernel: Kernel,
@@ -92,6 +118,10 @@ class _KernelWriter:
         self.counter = 0
         self.pointers: dict[int, str] = {}
         self.uses_err = False
+        self.helpers: list[str] = []  # file-scope C the function needs (tables, micro-kernels)
+        # Set when the outer loop runs on the thread pool: (C expression of its trip
+        # count, chunk grain or "0" for automatic); the loop then spans [lum_lo, lum_hi).
+        self.pool: tuple[str, str] | None = None
 
     # ---- the function ------------------------------------------------------------------
     def write(self) -> str:
@@ -114,14 +144,27 @@ class _KernelWriter:
             ptrs.append(
                 f"    const {t} *{restrict} {name} = (const {t} *)({self._address(self.s.homes[i])});"
             )
-        head = (
-            f"/* {self.k.kind}: node %{self.k.node} {node.op.value} -> {'x'.join(map(str, node.shape)) or 'scalar'} "
-            f"{node.dtype.value} */\n"
-            f"static int {self.name}(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {{\n"
-            "    (void)arena; (void)weights; (void)inputs; (void)outputs;\n"
-            "    int err = 0;\n"
+        comment = (
+            f"/* {self.k.kind}: node %{self.k.node} {node.op.value} -> "
+            f"{'x'.join(map(str, node.shape)) or 'scalar'} {node.dtype.value} */\n"
         )
-        return head + "\n".join(ptrs) + "\n" + "\n".join(body) + "\n    return err;\n}\n"
+        args = "uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs"
+        unused = "    (void)arena; (void)weights; (void)inputs; (void)outputs;\n    int err = 0;\n"
+        code = "\n".join(ptrs) + "\n" + "\n".join(body) + "\n    return err;\n}\n"
+        helpers = "".join(h + "\n" for h in self.helpers)
+        if self.pool is None:
+            return helpers + comment + f"static int {self.name}({args}) {{\n" + unused + code
+        count, grain = self.pool
+        part = (
+            f"static int {self.name}_part(int64_t lum_lo, int64_t lum_hi, {args}) {{\n"
+            + unused
+            + code
+        )
+        call = (
+            f"static int {self.name}({args}) {{\n"
+            f"    return lum_parallel({count}, {grain}, {self.name}_part, arena, weights, inputs, outputs);\n}}\n"
+        )
+        return helpers + comment + part + call
 
     def _address(self, place: Place) -> str:
         if place.kind == "input":
@@ -157,11 +200,15 @@ class _KernelWriter:
         self, out: list[str], loops: list[tuple[str, int]], depth: int, parallel: bool, work: int
     ) -> int:
         for n, (name, size) in enumerate(loops):
-            if n == 0 and parallel and self._parallel(work):
+            if n == 0 and parallel and self.pool is None and self._parallel(work):
+                self.pool = (str(size), "0")
                 out.append(
-                    "    " * depth + "#pragma omp parallel for schedule(static) reduction(|:err)"
+                    "    " * depth + f"for (int64_t {name} = lum_lo; {name} < lum_hi; {name}++) {{"
                 )
-            out.append("    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+            else:
+                out.append(
+                    "    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{"
+                )
             depth += 1
         return depth
 
@@ -181,6 +228,10 @@ class _KernelWriter:
     # ---- kernels -------------------------------------------------------------------------
     def _elementwise(self, out: list[str]) -> None:
         node = self.g.nodes[self.k.node]
+        pad_of = self._pad_source() if self.k.inplace is None else None
+        if pad_of is not None:
+            self._pad_rows(out, pad_of)
+            return
         idx, loops = self._loops(node.shape, "i")
         depth = self._open(out, loops, 1, True, _numel(node.shape))
         body = _Body(self, depth)
@@ -188,6 +239,51 @@ class _KernelWriter:
         out.extend(body.lines)
         out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
         self._close(out, loops, depth)
+
+    def _pad_source(self) -> int | None:
+        """The buffer a PAD kernel copies, when it reads one directly (through reshapes,
+        which keep the element order)."""
+        node = self.g.nodes[self.k.node]
+        if node.op is not Op.PAD or not node.shape:
+            return None
+        j = node.src[0]
+        while j not in self.s.part.materialized and self.g.nodes[j].op is Op.RESHAPE:
+            j = self.g.nodes[j].src[0]
+        return j if j in self.s.part.materialized and j not in self.s.part.literals else None
+
+    def _pad_rows(self, out: list[str], buffer: int) -> None:
+        """A pad of a buffer, row by row: the fill before, a memcpy, the fill after.  As
+        one expression per element it read through clamped indices and did not vectorize
+        (a 64x58x58 pad ran at 6 GB/s)."""
+        node = self.g.nodes[self.k.node]
+        shape, sshape = node.shape, self.g.nodes[node.src[0]].shape
+        (widths, fill_value), t = node.arg, cexpr.ctype(node.dtype, "pad")
+        fill = cexpr.literal(fill_value, node.dtype)
+        outer = [(f"i{k}", d) for k, d in enumerate(shape[:-1]) if d > 1]
+        depth = self._open(out, outer, 1, True, _numel(shape))
+        ind = "    " * depth
+        conds, oterms, sterms = [], [], []
+        ostride, sstride = shape[-1], sshape[-1]
+        for k in reversed(range(len(shape) - 1)):
+            name, (before, after) = (f"i{k}" if shape[k] > 1 else "0"), widths[k]
+            if before or after:
+                conds.append(f"({name} >= {before} && {name} < {before + sshape[k]})")
+            oterms.append(f"{ostride}*{name}")
+            sterms.append(f"{sstride}*({name} - {before})")
+            ostride *= shape[k]
+            sstride *= sshape[k]
+        (before, _), length, width = widths[-1], sshape[-1], shape[-1]
+        p = self._pointer(buffer)
+        out.append(ind + f"{t} *o = out + ({' + '.join(oterms) or '0'});")
+        out.append(ind + f"if ({' && '.join(conds) or '1'}) {{")
+        out.append(ind + f"    const {t} *s = {p} + ({' + '.join(sterms) or '0'});")
+        out.append(ind + f"    for (int64_t j = 0; j < {before}; j++) o[j] = {fill};")
+        out.append(ind + f"    memcpy(o + {before}, s, {length} * sizeof({t}));")
+        out.append(
+            ind + f"    for (int64_t j = {before + length}; j < {width}; j++) o[j] = {fill};"
+        )
+        out.append(ind + f"}} else for (int64_t j = 0; j < {width}; j++) o[j] = {fill};")
+        self._close(out, outer, depth)
 
     def _store(self, out: list[str], depth: int, flat: Lin, value: str, t: str) -> None:
         """Store a reduction's result: straight into `out`, or through the fused epilogue,
@@ -215,25 +311,57 @@ class _KernelWriter:
             else:
                 full.append(oidx[k])
         depth = self._open(out, oloops, 1, True, _numel(src.shape))
+        self._reduce_point(out, depth, node, tuple(full), oidx, rloops)
+        self._close(out, oloops, depth)
+
+    def _reduce_point(
+        self,
+        out: list[str],
+        depth: int,
+        node: Node,
+        full: Index,
+        oidx: Index,
+        rloops: list[tuple[str, int]],
+    ) -> None:
+        """One output element: accumulator, reduction loops, combine, store."""
         t = cexpr.ctype(node.dtype, node.op.value)
         acc_t = (
             {DType.F32: "double", DType.F16: "float"}.get(node.dtype, t) if node.op is Op.SUM else t
         )
         out.append("    " * depth + f"{acc_t} acc = {cexpr.reduce_init(node.op, node.dtype)};")
-        depth = self._open(out, rloops, depth, False, 0)
+        first = len(out)
+        depth = self._open(out, rloops[:-1], depth, False, 0)
+        inner = len(out)
+        depth = self._open(out, rloops[-1:], depth, False, 0)
         body = _Body(self, depth)
-        v = body.value(node.src[0], tuple(full))
+        v = body.value(node.src[0], full)
         out.extend(body.lines)
         if node.dtype is DType.BOOL:
-            combine = f"acc | {v}"
+            combine, red = f"acc | {v}", "|"
         elif node.op is Op.SUM:
-            combine = f"acc + {v}"
+            combine, red = f"acc + {v}", "+"
         else:
             combine = cexpr.binary(Op.MAX, node.dtype, "acc", v)
+            red = {DType.F32: "lum_maxf", DType.F64: "lum_maxd"}.get(node.dtype, "max")
         out.append("    " * depth + f"acc = {combine};")
+        if rloops and _numel(tuple(d for _, d in rloops)) <= SHORT_REDUCTION:
+            # A short reduction (a pooling window) is unrolled, so that the loop over the
+            # outputs around it is innermost and vectorizes instead.
+            for k in reversed(range(first, first + len(rloops))):
+                line = out[k]
+                out.insert(k, line[: len(line) - len(line.lstrip())] + "#pragma GCC unroll 16")
+        elif (
+            rloops
+            and node.dtype not in (DType.F16, DType.BF16)
+            and "err" not in "".join(body.lines)
+        ):
+            # The innermost reduction loop is a SIMD reduction: partial results per lane,
+            # combined at the end.  The order of a sum is not part of its meaning (the
+            # interpreter sums pairwise), and f32 sums accumulate in f64 either way.
+            out.insert(inner, "    " * (depth - 1) + f"#pragma omp simd reduction({red}:acc)")
         depth = self._close(out, rloops, depth)
-        self._store(out, depth, row_major(oidx, node.shape), "acc", t)
-        self._close(out, oloops, depth)
+        oshape = node.shape
+        self._store(out, depth, row_major(oidx, oshape), "acc", t)
 
     def _scatter(self, out: list[str]) -> None:
         node = self.g.nodes[self.k.node]
@@ -263,6 +391,13 @@ class _KernelWriter:
         self._close(out, uloops, depth)
 
     def _contraction(self, out: list[str]) -> None:
+        if self.v.impl == "blas":
+            blas.write(self, out)
+            return
+        isa = simd.ISAS[self.o.simd]
+        if gemm.supported(self.s, self.k, isa):
+            gemm.write(self, out, isa)
+            return
         p = self.k.contraction
         assert p is not None
         node = self.g.nodes[self.k.reduction if self.k.reduction is not None else self.k.node]
@@ -290,14 +425,25 @@ class _KernelWriter:
         for v in cl.loops:
             work *= v.size
         d = 1
-        if self._parallel(work):
-            out.append(f"    #pragma omp parallel for collapse({len(outer) + 2}) schedule(static)")
-        for name, size in outer:
-            out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+        # the first loop (a batch loop, else the n tiles) runs on the thread pool
+        par = self._parallel(work)
+        for k, (name, size) in enumerate(outer):
+            if k == 0 and par:
+                self.pool = (str(size), "0")
+                out.append(
+                    "    " * d + f"for (int64_t {name} = lum_lo; {name} < lum_hi; {name}++) {{"
+                )
+            else:
+                out.append("    " * d + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
             d += 1
         # n tiles outside m tiles: one NR-wide panel of Y stays in cache while every m tile
         # of X streams past it (Y is usually the larger operand: the weights).
-        out.append("    " * d + f"for (int64_t n0 = 0; n0 < {n.size}; n0 += {nr}) {{")
+        if par and not outer:
+            self.pool = (str(-(-n.size // nr)), "1")
+            out.append("    " * d + "for (int64_t nt = lum_lo; nt < lum_hi; nt++) {")
+            out.append("    " * d + f"    const int64_t n0 = nt * {nr};")
+        else:
+            out.append("    " * d + f"for (int64_t n0 = 0; n0 < {n.size}; n0 += {nr}) {{")
         out.append("    " * (d + 1) + f"for (int64_t m0 = 0; m0 < {msize}; m0 += {mr}) {{")
         d += 2
         ind = "    " * d

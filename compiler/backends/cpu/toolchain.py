@@ -4,7 +4,8 @@ Order: `$LUMINAL_CC` if set, then `cc`, `gcc`, `clang` on PATH, then the clang i
 the `ziglang` package (`python -m ziglang cc`), so a machine with no toolchain still
 compiles.  Flags: -O3, position independent, wrapping signed arithmetic (as numpy),
 no errno from math functions, and no floating-point contraction: every IEEE operation is
-rounded as written (contraction kernels call fma() explicitly).  No -ffast-math.
+rounded as written (contraction kernels call fma() explicitly).  No -ffast-math; the
+reductions that may be reordered say so per loop with `#pragma omp simd reduction`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ BASE_FLAGS = (
     "-fwrapv",
     "-fno-math-errno",
     "-ffp-contract=off",
+    "-fopenmp-simd",  # `#pragma omp simd` reductions (no OpenMP runtime: threads.py)
+    "-pthread",  # the library's own thread pool (threads.py)
 )
 
 #: cpuinfo flag -> compiler flag, for the features code generation may use.
@@ -104,14 +107,29 @@ def feature_flags(cpu: CpuInfo) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(X86_FEATURE_FLAGS[f] for f in used), used
 
 
-def build_shared_library(source: str, toolchain: Toolchain, flags: tuple[str, ...]) -> bytes:
-    """Compile C source to a shared library and return its bytes."""
+def build_shared_library(
+    source: str, toolchain: Toolchain, flags: tuple[str, ...], link: tuple[str, ...] = ()
+) -> bytes:
+    """Compile C source to a shared library and return its bytes; `link` (extra
+    libraries) goes after the source, and OpenBLAS is linked when a kernel calls it."""
+    from luminal.compiler.backends.cpu import blas
+
+    if blas.MARKER in source:
+        link = (*link, *blas.link_flags())
     with tempfile.TemporaryDirectory(prefix="luminal-build-") as tmp:
         src = Path(tmp) / "model.c"
         lib = Path(tmp) / "model.so"
         src.write_text(source)
-        omp = ("-fopenmp",) if toolchain.openmp else ()
-        cmd = [*toolchain.command, *BASE_FLAGS, *omp, *flags, str(src), "-o", str(lib), "-lm"]
+        cmd = [
+            *toolchain.command,
+            *BASE_FLAGS,
+            *flags,
+            str(src),
+            "-o",
+            str(lib),
+            *link,
+            "-lm",
+        ]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         except subprocess.TimeoutExpired:

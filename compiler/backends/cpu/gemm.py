@@ -1,0 +1,430 @@
+"""The generated f32 contraction: packed column panels and an explicit SIMD micro-kernel.
+
+    for each work item (batch index, NR-wide column tile, block of rows)   [thread pool]
+        Y's K x NR panel: copied to a thread-local buffer by the first row tile
+        for each MR-row tile of the block
+            MR x NR accumulators in vector registers, one FMA per (row, vector) per k
+            (later tiles: prefetch the next item's panel while they compute)
+            store: to the output through the fused epilogue
+
+The copy makes the micro-kernel's reads of Y sequential whatever Y's strides (a weight
+read along N with a 12 KiB row stride maps every row to one L1 set; an attention key
+matrix is read transposed).  Unit-stride panels are copied by the first row tile while it
+computes from the source (prefetched `PREFETCH_ROWS` ahead), other panels are gathered
+first, and a column tile with a single row tile reads the source in place.  Rows are the
+flattened output positions (`gemm_layout`), balanced into tiles: a 7x7 convolution
+output is seven full tiles of 7 rows, not six of 8 and a latency-bound tile of 1.  The
+reduction may be blocked (`kc`): partial sums then wait in a thread-local buffer between
+K blocks and only the last block runs the epilogue.
+
+Work items are ordered column tile major and, where the next panel is prefetched, each
+thread claims one run of consecutive items (`threads.py`): it reads its own part of the
+weights, once, while computing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from luminal.compiler.backends.cpu.gemm_layout import Axis, GemmLayout, GemmShape
+from luminal.compiler.backends.cpu.simd import Isa, isa_for
+from luminal.compiler.ir import DType
+from luminal.compiler.schedule import Kernel, Schedule
+from luminal.compiler.schedule.symbolic import Lin
+
+if TYPE_CHECKING:
+    from luminal.compiler.backends.cpu.codegen import _KernelWriter
+
+#: Work items to aim for when splitting rows into blocks: enough that 2-8 threads
+#: claiming them stay evenly busy.  Splitting rows costs one more pack of the Y panel per
+#: block (K x NR copies against M x K x NR multiply-adds), so blocks stay >= 4 tiles.
+MIN_ITEMS = 16
+
+#: How many rows of Y ahead the micro-kernel prefetches while it reads Y in place:
+#: a row takes ~16 cycles of FMAs, so 16 rows cover ~80 ns of memory latency (8, 16, 24
+#: and 48 measured within 4% of each other; none at all was 20% slower on 3x3x512
+#: convolutions).
+PREFETCH_ROWS = 16
+
+#: Largest K x NR panel (floats) kept in thread-local memory without K blocking: 4 MiB,
+#: above any suite layer (a 3x3x512 convolution's is 4608 x 32).
+MAX_PANEL = 1 << 20
+
+
+def default_tile(features: tuple[str, ...]) -> tuple[int, int]:
+    """(MR, NR) when the variant does not say: 8 x 32 with AVX-512 (16 zmm accumulators
+    of 32), 6 x 16 with AVX2 (12 ymm of 16).  Measured on this machine's AVX-512 cores
+    (suite matmuls and convolutions, one thread): 8 x 32 ran at 100-112 GFLOP/s, within
+    3% of the best other tile on all but the 7x7 convolutions (12 x 32: +5%)."""
+    isa = isa_for(features)
+    if isa.width == 16:
+        return 8, 32
+    if isa.width == 8:
+        return 6, 16
+    return 4, 8
+
+
+def tiles(features: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Register tiles worth timing: each fits the vector registers (MR x NR/width
+    accumulators, NR/width loaded vectors and one broadcast) with a few to spare."""
+    isa = isa_for(features)
+    if isa.width == 16:
+        return ((8, 32), (12, 32), (6, 64), (4, 64), (16, 16))
+    if isa.width == 8:
+        return ((6, 16), (4, 24), (8, 8), (4, 16))
+    return ((4, 8),)
+
+
+def supported(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
+    """f32 contractions on a vector ISA; everything else takes the portable loop nest."""
+    p = kernel.contraction
+    if p is None or not isa.name:
+        return False
+    node = sched.graph.nodes[kernel.reduction if kernel.reduction is not None else kernel.node]
+    return (
+        node.dtype is DType.F32
+        and sched.dtype(p.loops.x[0]) is DType.F32
+        and sched.dtype(p.loops.y[0]) is DType.F32
+    )
+
+
+def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
+    _Gemm(w, isa).write(out)
+
+
+class _Gemm:
+    def __init__(self, w: _KernelWriter, isa: Isa) -> None:
+        p = w.k.contraction
+        assert p is not None
+        self.w = w
+        self.isa = isa
+        self.made: set[str] = set()  # micro-kernel helpers already written
+        self.lay = GemmLayout.of(p)
+        shape = GemmShape.of(p)
+        self.M, self.N, self.K, self.B = shape.m, shape.n, shape.k, shape.batch
+        vw = isa.width
+        mr = w.v.mr or w.o.mr
+        nr = w.v.nr or w.o.nr
+        # Balanced row tiles: 49 rows in tiles of 8 would leave a 1-row tail (two FMA
+        # chains, latency-bound); 7 tiles of 7 keep every tile wide.
+        tiles_m = -(-self.M // max(1, min(mr, self.M)))
+        self.MR = -(-self.M // tiles_m)
+        self.NR = max(vw, -(-nr // vw) * vw)
+        self.NV = self.NR // vw
+        self.NT = -(-self.N // self.NR)
+        want = max(1, -(-MIN_ITEMS // (self.B * self.NT)))
+        mb = max(1, min(want, tiles_m // 4))
+        self.MC = -(-tiles_m // mb) * self.MR  # rows per block, a multiple of MR
+        self.MB = -(-self.M // self.MC)
+        kc = w.v.kc
+        if kc is None and self.K * self.NR > MAX_PANEL:
+            kc = MAX_PANEL // self.NR
+        self.KC = kc if kc is not None and kc < self.K else self.K
+
+    # ---- pieces of C ---------------------------------------------------------------------
+    def _decl(self, axis: Axis, flat: str, ind: str) -> list[str]:
+        return [f"{ind}const int64_t {v.name} = {e};" for v, e in axis.unflatten(flat)]
+
+    def _koff(self, offset: Lin, tag: str) -> str:
+        """C expression for `offset`'s part along K at flat index `k`."""
+        stride = self.lay.k.stride(offset)
+        if stride is not None:
+            return f"k * {stride}" if stride else "0"
+        table = self.lay.k.offsets(offset)
+        name = f"{self.w.name}_{tag}"
+        t = "int32_t" if max(map(abs, table), default=0) < 2**31 else "int64_t"
+        self.w.helpers.append(
+            f"static const {t} {name}[{len(table)}] = {{{', '.join(map(str, table))}}};"
+        )
+        return f"{name}[k]"
+
+    # ---- the kernel ----------------------------------------------------------------------
+    def write(self, out: list[str]) -> None:
+        w, lay, isa = self.w, self.lay, self.isa
+        M, N, K, MR, NR, VW = self.M, self.N, self.K, self.MR, self.NR, isa.width
+        (xb, xoff), (yb, yoff) = lay.x, lay.y
+        px, py = w._pointer(xb), w._pointer(yb)
+        n = lay.n
+        xk = self._koff(xoff, "xk")
+        yk = self._koff(yoff, "yk")
+        xbase = lay.without(xoff, lay.k)  # batch and row variables
+        ybase = lay.without(yoff, lay.k, n)  # batch variables
+        yn = yoff.coeff(n)
+        ysk = lay.k.stride(yoff)
+        direct = self.MC >= M and M <= MR  # one row tile: nothing would reuse a copy
+        blocked = self.KC < K
+        # thread-local panel (and partial sums when K is blocked)
+        out.append(
+            f"    static _Thread_local float ypack[{self.KC * NR}] __attribute__((aligned(64)));"
+        )
+        if blocked:
+            out.append(
+                f"    static _Thread_local float part[{self.MC * NR}] __attribute__((aligned(64)));"
+            )
+        items = self.B * self.NT * self.MB
+        work = self.B * M * N * K
+        through = yn == 1 and ysk is not None
+        # While a column tile's later row tiles compute from the packed copy, the next
+        # column tile's Y is prefetched (when the same thread computes it: items are
+        # claimed in runs), so its first row tile does not wait on memory.
+        ahead = through and not blocked and not direct and self.MB == 1 and self.NT > 1
+        if items > 1 and w._parallel(work):
+            # Items are coarse, so one per claim balances well.  With the prefetch, a
+            # thread needs a run of consecutive items (all but the run's first item have
+            # their panel prefetched): one run per thread.  Measured, 2 threads: 3x3x512
+            # convolutions 150 -> 195 GFLOP/s and gpt 12.6 -> 9.8 ms against pairs of
+            # items; guided runs (long first, short to balance) were 8% slower quiet and
+            # 7% faster with another process spinning on one core.
+            per = "(" + f"{items} + lum_threads() - 1) / lum_threads()"
+            grain = per if ahead and items >= 8 else "1"
+            w.pool = (str(items), grain)
+            out.append("    for (int64_t t = lum_lo; t < lum_hi; t++) {")
+        else:
+            out.append("    const int64_t lum_hi = " + f"{items};")
+            out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
+        i2 = "        "
+        out.append(i2 + f"const int64_t bi = t / {self.NT * self.MB};")
+        out.append(i2 + f"const int64_t nt = (t / {self.MB}) % {self.NT};")
+        out.append(i2 + f"const int64_t mb = t % {self.MB};")
+        out.append(i2 + "(void)bi; (void)mb;")
+        out.extend(self._decl(lay.batch, "bi", i2))
+        out.append(i2 + f"const int64_t n0 = nt * {NR};")
+        out.append(i2 + f"const int64_t nr = {N} - n0 < {NR} ? {N} - n0 : {NR};")
+        out.append(i2 + f"const int64_t mlo = mb * {self.MC};")
+        out.append(i2 + f"const int64_t mhi = mlo + {self.MC} < {M} ? mlo + {self.MC} : {M};")
+        if blocked:
+            out.append(i2 + f"for (int64_t kb = 0; kb < {K}; kb += {self.KC}) {{")
+            i2 += "    "
+            out.append(i2 + f"const int64_t kn = {K} - kb < {self.KC} ? {K} - kb : {self.KC};")
+            kfrom, kcount = "kb", "kn"
+        else:
+            kfrom, kcount = "0", str(K)
+        # Y panel: read in place (a single row tile), copied while the first row tile
+        # computes (unit-stride columns), or gathered into the buffer first
+        ysrc = f"{py} + ({ybase.c()}) + n0 * {yn}"
+        out.append(i2 + "const float *yp; int64_t ys; float *pk;")
+        if ahead:
+            out.append(
+                i2 + f"const float *pf = t + 1 < lum_hi && nt + 1 < {self.NT} ? {ysrc} + {NR} : 0;"
+            )
+            out.append(i2 + "int64_t pfrow = 0;")
+        if through:
+            first = "0" if direct else "ypack"
+            out.append(
+                i2
+                + f"if (nr == {NR}) {{ yp = {ysrc} + {kfrom} * {ysk}; ys = {ysk}; pk = {first}; }}"
+            )
+            out.append(i2 + "else {")
+            self._pack(out, i2 + "    ", ysrc, yk, yn, kfrom, kcount)
+            out.append(i2 + f"    yp = ypack; ys = {NR}; pk = 0;")
+            out.append(i2 + "}")
+        else:
+            self._pack(out, i2, ysrc, yk, yn, kfrom, kcount)
+            out.append(i2 + f"yp = ypack; ys = {NR}; pk = 0;")
+        # row tiles
+        out.append(i2 + f"for (int64_t m0 = mlo; m0 < mhi; m0 += {MR}) {{")
+        i3 = i2 + "    "
+        out.append(i3 + f"const int64_t mr = mhi - m0 < {MR} ? mhi - m0 : {MR};")
+        out.append(i3 + f"const float *xr[{MR}];")
+        out.append(i3 + f"for (int64_t i = 0; i < {MR}; i++) {{")
+        out.append(i3 + f"    const int64_t r = m0 + i < {M} ? m0 + i : {M - 1};")
+        out.extend(self._decl(lay.rows, "r", i3 + "    "))
+        out.append(i3 + f"    xr[i] = {px} + ({xbase.c()});")
+        out.append(i3 + "}")
+        if blocked:
+            out.append(i3 + "float *pt = part + (m0 - mlo) * " + f"{NR};")
+        out.append(i3 + f"float tile[{MR * NR}] __attribute__((aligned(64)));")
+        nt_tail = N % NR
+        nv_tail = -(-nt_tail // VW) if nt_tail else 0
+        m_tail = M % MR  # blocks are whole tiles, so only the last one can be short
+        shapes = [(MR, self.NV, f"mr == {MR} && nr == {NR}")]
+        if nv_tail:
+            shapes.append((MR, nv_tail, f"mr == {MR}"))
+        if m_tail:
+            shapes.append((m_tail, self.NV, f"nr == {NR}"))
+            if nv_tail:
+                shapes.append((m_tail, nv_tail, "1"))
+        init = "kb ? pt : 0" if blocked else "0"
+        lines = -(-NR // 16)  # cache lines per row of Y
+        if ahead:
+            out.append(
+                i3 + f"const float *pfn = pk == 0 && pf && pfrow < {K} ? pf + pfrow * {ysk} : 0;"
+            )
+        for k, (rows, nv, cond) in enumerate(shapes):
+            fn = self._micro(rows, nv, xk, ysk if ahead else None)
+            head = "if" if k == 0 else "else if"
+            pfarg = ", pfn" if ahead else ""
+            out.append(
+                i3
+                + f"{head} ({cond}) {fn}(xr, yp, ys, {kfrom}, {kcount}, tile, {init}, pk{pfarg});"
+            )
+        if ahead:
+            out.append(i3 + f"if (pfn) pfrow += {K // lines};")
+        out.append(i3 + f"if (pk) {{ yp = ypack; ys = {NR}; pk = 0; }}")
+        # store: partial sums, or the final values through the epilogue
+        if blocked:
+            out.append(i3 + f"if (kb + kn < {K}) {{")
+            out.append(i3 + f"    for (int64_t e = 0; e < {MR * NR}; e++) pt[e] = tile[e];")
+            out.append(i3 + "    continue;")
+            out.append(i3 + "}")
+        self._store(out, i3)
+        out.append(i2 + "}")
+        if blocked:
+            i2 = i2[:-4]
+            out.append(i2 + "}")
+        out.append("    }")
+
+    def _pack(
+        self, out: list[str], ind: str, ysrc: str, yk: str, yn: int, kfrom: str, kcount: str
+    ) -> None:
+        NR = self.NR
+        out.append(ind + f"for (int64_t kk = 0; kk < {kcount}; kk++) {{")
+        out.append(ind + f"    const int64_t k = {kfrom} + kk;")
+        out.append(ind + f"    const float *src = {ysrc} + {yk};")
+        out.append(ind + f"    float *dst = ypack + kk * {NR};")
+        if yn == 1:
+            out.append(
+                ind
+                + f"    if (nr == {NR}) {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = src[j]; }}"
+            )
+            out.append(
+                ind
+                + f"    else {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? src[j] : 0.0f; }}"
+            )
+        else:
+            out.append(
+                ind
+                + f"    for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? src[j * {yn}] : 0.0f;"
+            )
+        out.append(ind + "}")
+
+    def _micro(self, rows: int, nv: int, xk: str, pfs: int | None = None) -> str:
+        """A helper function: `rows` x `nv` vectors of accumulators (from zero, or from
+        `init`) over k in [kfrom, kfrom + kn), stored to `tile`; with `pack`, every Y
+        vector read is also stored there (the panel copy made by the first row tile).  A function of its own
+        so that GCC allocates the accumulators to registers: inlined into the OpenMP
+        body it spilled half of them (8 x 32 ran at 41 GFLOP/s instead of 95, 1 thread)."""
+        VW, NR = self.isa.width, self.NR
+        name = f"{self.w.name}_mk{rows}x{nv}"
+        pf_arg = ", const float *pf" if pfs is not None else ""
+        if name in self.made:
+            return name
+        self.made.add(name)
+        acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(rows)]
+        lines = [
+            f"static __attribute__((noinline, noclone)) void {name}(const float *const *xr, const float *yk, "
+            f"int64_t ys, int64_t kfrom, int64_t kn, float *tile, const float *init, float *pack{pf_arg}) {{"
+        ]
+        for i in range(rows):
+            lines.append(
+                "    lum_vf "
+                + ", ".join(
+                    f"{acc[i][j]} = init ? LUM_VLOAD(init + {i * NR + j * VW}) : LUM_VZERO()"
+                    for j in range(nv)
+                )
+                + ";"
+            )
+        for i in range(rows):
+            lines.append(f"    const float *x{i} = xr[{i}];")
+        # Three loops: reading Y's source while copying it (the first row tile), reading
+        # the source in place (a single row tile), reading the packed copy.  Reads of
+        # the source are prefetched PREFETCH_ROWS rows ahead: its rows are a weight
+        # matrix's row stride apart, which the hardware prefetchers do not follow
+        # across pages, and the first tile otherwise waits on memory at every row.
+        heads = ["    if (pack) {", f"    }} else if (ys != {NR}) {{", "    } else {"]
+        if pfs is not None:  # reading the copy while prefetching the next panel's rows
+            heads.insert(2, "    } else if (pf) {")
+        lines_per_row = -(-NR // 16)
+        for mode, head in enumerate(heads):
+            if pfs is not None and mode == 2:
+                prefetch = (
+                    f"__builtin_prefetch(pf + (kk / {lines_per_row}) * {pfs} "
+                    f"+ (kk % {lines_per_row}) * 16, 0, 2);"
+                )
+            else:
+                prefetch = ""
+            lines.append(head)
+            lines.append("        for (int64_t kk = 0; kk < kn; kk++, yk += ys) {")
+            lines.append("            const int64_t k = kfrom + kk;")
+            lines.append(f"            const int64_t o = {xk};")
+            if mode < 2:
+                lines.append(
+                    "            "
+                    + " ".join(
+                        f"__builtin_prefetch(yk + {PREFETCH_ROWS} * ys + {c});"
+                        for c in range(0, nv * VW, 16)
+                    )
+                )
+            lines.append(
+                "            const lum_vf "
+                + ", ".join(f"b{j} = LUM_VLOAD(yk + {j * VW})" for j in range(nv))
+                + ";"
+            )
+            if mode == 0:
+                lines.append(
+                    "            "
+                    + " ".join(f"LUM_VSTORE(pack + kk * {NR} + {j * VW}, b{j});" for j in range(nv))
+                )
+            if prefetch:
+                lines.append("            " + prefetch)
+            for i in range(rows):
+                fmas = " ".join(
+                    f"{acc[i][j]} = LUM_VFMA(a{i}, b{j}, {acc[i][j]});" for j in range(nv)
+                )
+                lines.append(f"            const lum_vf a{i} = LUM_VBCAST(x{i}[o]); {fmas}")
+            lines.append("        }")
+        lines.append("    }")
+        for i in range(rows):
+            lines.append(
+                "    "
+                + " ".join(f"LUM_VSTORE(tile + {i * NR + j * VW}, {acc[i][j]});" for j in range(nv))
+            )
+        lines.append("}")
+        self.w.helpers.append("\n".join(lines))
+        return name
+
+    def _store(self, out: list[str], ind: str) -> None:
+        """The tile to the output, through the epilogue.  Rows outer and columns inner
+        when the output is row-major in (row, n); for a channel-major output (NCHW
+        convolution: n is the channel, rows are positions with unit stride) a tile whose
+        rows are consecutive positions is stored columns outer, rows inner, so the
+        epilogue's loads and the stores are contiguous vectors (measured: the store was
+        12% of a 56x56x64 3x3 convolution before, scattered by channel plane)."""
+        lay, out_off = self.lay, self.lay.out
+        last = lay.rows.vars[-1] if lay.rows.vars else None
+        if last is not None and out_off.coeff(last) == 1 and out_off.coeff(lay.n) != 1:
+            size = last.size
+            out.append(ind + f"if ((m0 % {size}) + mr <= {size}) {{")
+            inner = Axis(lay.rows.vars[:-1])
+            out.append(ind + f"    const int64_t q = m0 / {size};")
+            out.append(ind + "    (void)q;")
+            out.extend(self._decl(inner, "q", ind + "    "))
+            out.append(ind + f"    const int64_t {last.name}0 = m0 % {size};")
+            out.append(ind + "    for (int64_t ni = 0; ni < nr; ni++) {")
+            out.append(ind + f"        const int64_t {lay.n.name} = n0 + ni;")
+            out.append(ind + "        for (int64_t mi = 0; mi < mr; mi++) {")
+            out.append(ind + f"            const int64_t {last.name} = {last.name}0 + mi;")
+            self.w._store(out, len(ind) // 4 + 3, out_off, f"tile[mi * {self.NR} + ni]", "float")
+            out.append(ind + "        }")
+            out.append(ind + "    }")
+            out.append(ind + "} else {")
+            self._store_rows(out, ind + "    ")
+            out.append(ind + "}")
+        else:
+            self._store_rows(out, ind)
+
+    def _store_rows(self, out: list[str], ind: str) -> None:
+        w, lay, NR = self.w, self.lay, self.NR
+        out.append(ind + "for (int64_t mi = 0; mi < mr; mi++) {")
+        out.append(ind + "    const int64_t r = m0 + mi;")
+        out.extend(self._decl(lay.rows, "r", ind + "    "))
+        out.append(ind + "    const float *tr = tile + mi * " + f"{NR};")
+        for full in (True, False):
+            bound = str(NR) if full else "nr"
+            out.append(ind + (f"    if (nr == {NR}) {{" if full else "    } else {"))
+            out.append(ind + f"        for (int64_t ni = 0; ni < {bound}; ni++) {{")
+            out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
+            w._store(out, len(ind) // 4 + 3, lay.out, "tr[ni]", "float")
+            out.append(ind + "        }")
+        out.append(ind + "    }")
+        out.append(ind + "}")

@@ -1,0 +1,92 @@
+"""Vector instruction spellings for the generated matrix-multiply micro-kernels.
+
+The micro-kernel (`gemm.py`) is written against six macros, `LUM_V*`, over one vector type
+`lum_vf`; an `Isa` gives their definitions for one instruction set.  The choice follows
+the CPU features the library is compiled for (`toolchain.feature_flags`), so the code
+never uses an instruction the manifest does not require.  Without FMA the multiply and
+the add round separately, as the portable path does without `fma()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Isa:
+    name: str  # "avx512" | "avx2" | "avx" | ""
+    width: int  # f32 lanes per vector
+    registers: int  # architectural vector registers
+    vtype: str
+    load: str  # unaligned load
+    store: str  # unaligned store
+    bcast: str
+    zero: str
+    fma: str  # a*b+c, one rounding when the ISA has FMA
+    fused: bool
+
+    def macros(self) -> str:
+        if not self.name:
+            return ""
+        return (
+            "#include <immintrin.h>\n"
+            f"typedef {self.vtype} lum_vf;\n"
+            f"#define LUM_VLOAD(p) {self.load}(p)\n"
+            f"#define LUM_VSTORE(p, v) {self.store}(p, v)\n"
+            f"#define LUM_VBCAST(x) {self.bcast}(x)\n"
+            f"#define LUM_VZERO() {self.zero}()\n"
+            f"#define LUM_VFMA(a, b, c) {self.fma}\n"
+        )
+
+
+AVX512 = Isa(
+    "avx512",
+    16,
+    32,
+    "__m512",
+    "_mm512_loadu_ps",
+    "_mm512_storeu_ps",
+    "_mm512_set1_ps",
+    "_mm512_setzero_ps",
+    "_mm512_fmadd_ps(a, b, c)",
+    True,
+)
+AVX2 = Isa(
+    "avx2",
+    8,
+    16,
+    "__m256",
+    "_mm256_loadu_ps",
+    "_mm256_storeu_ps",
+    "_mm256_set1_ps",
+    "_mm256_setzero_ps",
+    "_mm256_fmadd_ps(a, b, c)",
+    True,
+)
+AVX = Isa(
+    "avx",
+    8,
+    16,
+    "__m256",
+    "_mm256_loadu_ps",
+    "_mm256_storeu_ps",
+    "_mm256_set1_ps",
+    "_mm256_setzero_ps",
+    "_mm256_add_ps(_mm256_mul_ps(a, b), c)",
+    False,
+)
+NONE = Isa("", 1, 0, "", "", "", "", "", "", False)
+
+
+def isa_for(features: tuple[str, ...] | frozenset[str]) -> Isa:
+    """The widest vector ISA among the features the library is compiled for."""
+    if "avx512f" in features and "fma" in features:
+        return AVX512
+    if "avx2" in features and "fma" in features:
+        return AVX2
+    if "avx" in features:
+        return AVX
+    return NONE
+
+
+ISAS = {isa.name: isa for isa in (AVX512, AVX2, AVX, NONE)}
