@@ -1,0 +1,259 @@
+"""Algebraic rewrites: constant folding, identities, reassociation that gathers constants,
+exp/log/recip cancellations, view folding, and constants moved onto weights.
+
+Float arithmetic is not associative, so the reassociating rules change rounding (by about
+one ulp per moved operation); the tolerance the search promises is 1e-5 relative.  Folding
+of literals runs in f64 and rounds once, for f32 and f64 tensors only.  Rules that would be
+wrong on some inputs are guarded by an analysis: exp2(log2(x)) = x only where `nonneg(x)`.
+
+The rules that put constants together (`const-reassoc`, `const-distribute`,
+`const-through-view`, `const-into-sum`) are what fold attention's 1/sqrt(d) into the query
+weights and BatchNorm's scale into the convolution weights: they push a constant factor
+down to another constant, and the decoder folds constant-only terms into one weight.
+"""
+
+from __future__ import annotations
+
+from egglog import PyObject, String, f64, vars_
+
+from luminal.compiler.search.egraph import (
+    Add,
+    Cast,
+    Exp2,
+    Expand,
+    Family,
+    Fill,
+    Log2,
+    Max,
+    Mul,
+    Permute,
+    Recip,
+    Reshape,
+    Slice,
+    Sqrt,
+    Sum,
+    Tensor,
+    Where,
+    dtype,
+    holds,
+    is_const,
+    nonneg,
+    permute_shape,
+    py,
+    shape,
+    slice_shape,
+)
+
+FOLDS_IN_F64 = ("f32", "f64")
+WIDER = {("f32", "f64"), ("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64")}
+
+
+def exact_float(dt: str) -> bool:
+    """Literals of this dtype fold in f64 and round once (f16/bf16 round per op: kept)."""
+    return dt in FOLDS_IN_F64
+
+
+def finite(text: str) -> bool:
+    """The literal (egglog's decimal spelling of an f64) is a finite number."""
+    return abs(float(text)) < 1e300
+
+
+def widens(narrow: str, wide: str) -> bool:
+    return (narrow, wide) in WIDER
+
+
+def compose(p: tuple[int, ...], q: tuple[int, ...]) -> tuple[int, ...]:
+    """permute(permute(x, p), q) == permute(x, compose(p, q))."""
+    return tuple(p[i] for i in q)
+
+
+def inverse(p: tuple[int, ...]) -> tuple[int, ...]:
+    out = [0] * len(p)
+    for i, j in enumerate(p):
+        out[j] = i
+    return tuple(out)
+
+
+def is_identity(p: tuple[int, ...]) -> bool:
+    return tuple(p) == tuple(range(len(p)))
+
+
+def moves_only_unit_axes(s: tuple[int, ...], p: tuple[int, ...]) -> bool:
+    """The permutation keeps every axis longer than 1 in order: it is a reshape."""
+    big = [a for a in p if s[a] != 1]
+    return big == sorted(big) and not is_identity(p)
+
+
+def _f(value: f64) -> PyObject:
+    return PyObject.from_string(value.to_string())
+
+
+def _s(value: String) -> PyObject:
+    return PyObject.from_string(value)
+
+
+def build() -> Family:
+    fam = Family("algebra")
+    rw = fam.rewrite
+    x, y, z = vars_("x y z", Tensor)
+    s, s2, p, q = vars_("s s2 p q", PyObject)
+    v, w = vars_("v w", f64)
+    d, d2 = vars_("d d2", String)
+    exact = holds(py(exact_float)(_s(d)))
+
+    def fold(value: f64):  # type: ignore[no-untyped-def]
+        return (exact, holds(py(finite)(_f(value))))
+
+    # ---- constant folding on literals ---------------------------------------------------
+    fam.add(
+        "fold-binary",
+        "Arithmetic on two literals is a literal.",
+        rw(Mul(Fill(v, s, d), Fill(w, s, d)), Fill(v * w, s, d), *fold(v * w)),
+        rw(Add(Fill(v, s, d), Fill(w, s, d)), Fill(v + w, s, d), *fold(v + w)),
+        rw(Max(Fill(v, s, d), Fill(w, s, d)), Fill(v.max(w), s, d), exact),
+    )
+    fam.add(
+        "fold-unary",
+        "recip, sqrt and exp2 of a literal are literals (where defined and finite).",
+        rw(Recip(Fill(v, s, d)), Fill(1.0 / v, s, d), v != 0.0, *fold(1.0 / v)),
+        rw(Sqrt(Fill(v, s, d)), Fill(v**0.5, s, d), v >= 0.0, exact),
+        rw(Exp2(Fill(v, s, d)), Fill(f64(2.0) ** v, s, d), v < 100.0, v > -100.0, exact),
+        rw(Cast(Fill(v, s, d), d2), Fill(v, s, d2), exact, holds(py(exact_float)(_s(d2)))),
+    )
+    fam.add(
+        "fill-views",
+        "A view of a literal is a literal of the view's shape.",
+        rw(Expand(Fill(v, s, d), s2), Fill(v, s2, d)),
+        rw(Reshape(Fill(v, s, d), s2), Fill(v, s2, d)),
+        rw(Permute(Fill(v, s, d), p), Fill(v, py(permute_shape)(s, p), d)),
+        rw(Slice(Fill(v, s, d), p), Fill(v, py(slice_shape)(p), d)),
+    )
+    # ---- identities -----------------------------------------------------------------------
+    fam.add(
+        "identity",
+        "x*1 = x, x+0 = x, max(x, x) = x, where(c, x, x) = x.",
+        rw(Mul(x, Fill(1.0, s, d)), x),
+        rw(Add(x, Fill(0.0, s, d)), x),
+        rw(Max(x, x), x),
+        rw(Where(z, x, x), x),
+    )
+    fam.add(
+        "commute",
+        "add, mul and max commute (exact in IEEE arithmetic).",
+        rw(Add(x, y), Add(y, x), tag=False),
+        rw(Mul(x, y), Mul(y, x), tag=False),
+        rw(Max(x, y), Max(y, x), tag=False),
+    )
+    # ---- gather constants -------------------------------------------------------------------
+    fam.add(
+        "const-reassoc",
+        "(x op a) op b = x op (a op b) for constant a, b: the constant part folds.",
+        rw(Mul(Mul(x, y), z), Mul(x, Mul(y, z)), is_const(y), is_const(z)),
+        rw(Add(Add(x, y), z), Add(x, Add(y, z)), is_const(y), is_const(z)),
+    )
+    fam.add(
+        "scalar-reassoc",
+        "(expand(x)*y)*c = (expand(x)*c)*y for a literal c: a scale moves onto either "
+        "operand of a contraction's product (only there, so literals do not spread into "
+        "every product of the graph).",
+        rw(
+            Mul(Mul(Expand(x, s2), y), Fill(v, s, d)),
+            Mul(Mul(Expand(x, s2), Fill(v, s, d)), y),
+        ),
+    )
+    fam.add(
+        "const-distribute",
+        "(x + b)*c = x*c + b*c for constant b, c: a scale moves past a bias.",
+        rw(Mul(Add(x, y), z), Add(Mul(x, z), Mul(y, z)), is_const(y), is_const(z)),
+    )
+    fam.add(
+        "const-through-view",
+        "An elementwise op with a constant commutes with the view of the other operand, "
+        "so the constant meets what is behind the view (a weight, a reduction).",
+        rw(
+            Mul(Reshape(x, s2), y),
+            Reshape(Mul(x, Reshape(y, s)), s2),
+            is_const(y),
+            shape(x) == s,
+        ),
+        rw(
+            Add(Reshape(x, s2), y),
+            Reshape(Add(x, Reshape(y, s)), s2),
+            is_const(y),
+            shape(x) == s,
+        ),
+        rw(
+            Mul(Permute(x, p), y),
+            Permute(Mul(x, Permute(y, py(inverse)(p))), p),
+            is_const(y),
+        ),
+        rw(Mul(Expand(x, s2), Fill(v, s, d)), Expand(Mul(x, Fill(v, q, d)), s2), shape(x) == q),
+        rw(Add(Expand(x, s2), Fill(v, s, d)), Expand(Add(x, Fill(v, q, d)), s2), shape(x) == q),
+    )
+    fam.add(
+        "const-into-sum",
+        "sum(x)*c = sum(x*c) for c constant along the reduced axes (it has the sum's "
+        "shape): the factor reaches the contraction's operands.",
+        rw(Mul(Sum(x, p), y), Sum(Mul(x, Expand(y, s)), p), is_const(y), shape(x) == s),
+    )
+    # ---- exp / log / recip ------------------------------------------------------------------
+    fam.add(
+        "exp-log",
+        "log2(exp2(x)) = x; exp2(log2(x)) = x where x >= 0; exp2(a)*exp2(b) = exp2(a+b).",
+        rw(Log2(Exp2(x)), x),
+        rw(Exp2(Log2(x)), x, nonneg(x)),
+        rw(Mul(Exp2(x), Exp2(y)), Exp2(Add(x, y))),
+    )
+    fam.add(
+        "recip",
+        "1/(1/x) = x; (1/x)(1/y) = 1/(xy); sqrt(x)^2 = x where x >= 0.",
+        rw(Recip(Recip(x)), x),
+        rw(Mul(Recip(x), Recip(y)), Recip(Mul(x, y))),
+        rw(Mul(Sqrt(x), Sqrt(x)), x, nonneg(x)),
+    )
+    # ---- views ----------------------------------------------------------------------------
+    fam.add(
+        "view-fold",
+        "Consecutive views of one kind compose; a view to the same shape is the operand.",
+        rw(Permute(Permute(x, p), q), Permute(x, py(compose)(p, q))),
+        rw(Permute(x, p), x, holds(py(is_identity)(p))),
+        rw(
+            Permute(x, p),
+            Reshape(x, py(permute_shape)(s, p)),
+            shape(x) == s,
+            holds(py(moves_only_unit_axes)(s, p)),
+        ),
+        rw(Reshape(Reshape(x, s), s2), Reshape(x, s2)),
+        rw(Reshape(x, s), x, shape(x) == s),
+        rw(Expand(Expand(x, s), s2), Expand(x, s2)),
+        rw(Expand(x, s), x, shape(x) == s),
+    )
+    fam.add(
+        "elementwise-under-expand",
+        "f(expand(x)) = expand(f(x)): compute before broadcasting, once per source element.",
+        *(rw(f(Expand(x, s)), Expand(f(x), s)) for f in (Recip, Sqrt, Exp2, Log2)),
+        *(
+            rw(f(Expand(x, s), Expand(y, s)), Expand(f(x, y), s), shape(x) == q, shape(y) == q)
+            for f in (Mul, Add, Max)
+        ),
+    )
+    # ---- casts ----------------------------------------------------------------------------
+    fam.add(
+        "cast-roundtrip",
+        "Widening then narrowing is exact; an op by a literal in a wider float, cast back, "
+        "is the op in the narrow type (one rounding instead of two).",
+        rw(Cast(Cast(x, d2), d), x, dtype(x) == d, holds(py(widens)(_s(d), _s(d2)))),
+        rw(
+            Cast(Mul(Cast(x, d2), Fill(v, s, d2)), d),
+            Mul(x, Fill(v, s, d)),
+            dtype(x) == d,
+            holds(py(widens)(_s(d), _s(d2))),
+            holds(py(exact_float)(_s(d))),
+        ),
+    )
+    return fam
+
+
+_FAMILY = build()
+RULES = tuple(_FAMILY.rules)
+__all__ = ["RULES", "build"]

@@ -1,0 +1,233 @@
+"""Equality saturation under budgets: `rewrite(graph)` is the e-graph stage of the search.
+
+    detect repeated blocks -> insert each block once, and the rest of the graph
+    -> rounds of (analyses to saturation; every rule once) until saturated or a budget
+       (rounds, e-nodes, wall seconds) is spent -> choose the cheapest term per e-class
+    -> rebuild with GraphBuilder, blocks instantiated per occurrence -> check
+
+Each rule runs as its own ruleset, so its matches and time are measured separately
+(`RuleStats`).  A budget hit is not a failure: the e-graph at that point holds only valid
+equalities, so the cheapest term found so far is extracted.  Any error (a rule producing an
+ill-typed term, a decode failure) returns the original graph with the reason in
+`SaturationReport.fallback`: rewriting never breaks a compile.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from egglog import EGraph
+
+from luminal.compiler.ir import spec
+from luminal.compiler.ir.graph import Graph
+from luminal.compiler.search import egraph as eg
+from luminal.errors import one_line
+
+FAMILIES: dict[str, str] = {
+    "algebra": "luminal.compiler.search.rules.algebra",
+    "contraction": "luminal.compiler.search.rules.contraction",
+    "fusion": "luminal.compiler.search.rules.fusion",
+}
+STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
+_CTORS = (
+    eg.Input,
+    eg.Const,
+    eg.Fill,
+    eg.Iota,
+    *eg.UNARY_CTORS.values(),
+    eg.Cast,
+    *eg.BINARY_CTORS.values(),
+    eg.Where,
+    eg.Sum,
+    eg.Rmax,
+    eg.Gather,
+    eg.Scatter,
+    eg.Reshape,
+    eg.Permute,
+    eg.Expand,
+    eg.Pad,
+    eg.Slice,
+    eg.Concat,
+)
+
+
+@dataclass(frozen=True)
+class SaturationBudget:
+    iterations: int = 8
+    enodes: int = 50_000
+    seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class RuleStats:
+    name: str
+    family: str
+    matches: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SaturationReport:
+    iterations: int
+    enodes: int
+    seconds: float
+    stop_reason: str  # "saturated" | "iterations" | "enodes" | "seconds"
+    rules: tuple[RuleStats, ...]
+    blocks: int
+    block_instances: int
+    nodes_before: int
+    nodes_after: int
+    rewrites_applied: dict[str, int]  # family -> extracted nodes that are not original
+    fallback: str | None = None  # why the original graph was returned, if it was
+
+    def to_json(self) -> dict[str, object]:
+        out = asdict(self)
+        out["rules"] = [asdict(r) for r in self.rules]
+        return out
+
+    def format(self, verbose: bool = False) -> str:
+        """One summary line; with `verbose`, one line per rule that matched."""
+        head = (
+            f"e-graph: {self.nodes_before} -> {self.nodes_after} nodes, "
+            f"{self.iterations} rounds, {self.enodes} e-nodes, {self.seconds:.2f} s "
+            f"({self.stop_reason}); blocks {self.blocks} x {self.block_instances} instances"
+        )
+        if self.fallback:
+            head += f"; kept the original graph: {self.fallback}"
+        if not verbose:
+            return head
+        lines = [head]
+        for r in sorted(self.rules, key=lambda r: (-r.seconds, r.family, r.name)):
+            lines.append(f"  {r.family:<12} {r.name:<26} {r.matches:>8} matches {r.seconds:8.4f} s")
+        applied = ", ".join(f"{k} {v}" for k, v in self.rewrites_applied.items())
+        lines.append(f"  rewritten nodes by family: {applied or 'none'}")
+        return "\n".join(lines)
+
+
+def family_rules(families: Sequence[str]) -> tuple[eg.Rule, ...]:
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown rule families {unknown}; known: {sorted(FAMILIES)}")
+    rules: list[eg.Rule] = []
+    for family in families:
+        rules.extend(importlib.import_module(FAMILIES[family]).RULES)
+    return tuple(rules)
+
+
+@dataclass
+class RunStats:
+    """What saturating one e-graph did (mutable while it runs, local to one call)."""
+
+    iterations: int = 0
+    enodes: int = 0
+    stop_reason: str = "saturated"
+    matches: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def count_enodes(egraph: EGraph) -> int:
+    return sum(egraph.function_size(ctor) for ctor in _CTORS)
+
+
+def saturate(
+    egraph: EGraph, rules: Sequence[eg.Rule], budget: SaturationBudget, deadline: float
+) -> RunStats:
+    """Run rounds of every rule until nothing changes or a budget is spent."""
+    stats = RunStats()
+    while True:
+        if stats.iterations >= budget.iterations:
+            stats.stop_reason = "iterations"
+            break
+        if time.perf_counter() >= deadline:
+            stats.stop_reason = "seconds"
+            break
+        _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)
+        changed = False
+        for r in rules:
+            report = _timed(egraph, f"{r.family}.{r.name}", r.ruleset, stats)
+            changed |= report.updated
+            if report.updated:
+                stats.enodes = count_enodes(egraph)
+            if time.perf_counter() >= deadline or stats.enodes > budget.enodes:
+                break
+        stats.iterations += 1
+        if time.perf_counter() >= deadline:
+            stats.stop_reason = "seconds"
+            break
+        if stats.enodes > budget.enodes:
+            stats.stop_reason = "enodes"
+            break
+        if not changed:
+            stats.stop_reason = "saturated"
+            break
+    _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)  # types for the last round
+    stats.enodes = count_enodes(egraph)
+    return stats
+
+
+def _timed(egraph: EGraph, key: str, schedule, stats: RunStats):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    report = egraph.run(schedule)
+    stats.seconds[key] = stats.seconds.get(key, 0.0) + time.perf_counter() - start
+    found = sum(report.num_matches_per_rule.values())
+    stats.matches[key] = stats.matches.get(key, 0) + found
+    return report
+
+
+def rewrite(
+    graph: Graph,
+    budget: SaturationBudget = SaturationBudget(),  # frozen, so a shared default is safe
+    families: tuple[str, ...] = ("algebra", "contraction", "fusion"),
+) -> tuple[Graph, SaturationReport]:
+    """Rewrite `graph` by equality saturation; the result computes the same outputs."""
+    from luminal.compiler.search import plan  # the block-aware driver (imports this module)
+
+    rules = family_rules(families)  # an unknown family is the caller's bug: raise
+    start = time.perf_counter()
+    try:
+        result = plan.run(graph, rules, budget, start + budget.seconds)
+        out = result.graph
+        _check_same_interface(graph, out)
+        fallback = None
+    except Exception as err:  # never break a compile: keep the original, say why
+        result = None
+        out, fallback = graph, f"{type(err).__name__}: {one_line(err)}"
+    # egglog's EGraph may only be dropped on the thread that made it; the encodings sit in
+    # reference cycles, so collect them here rather than on whatever thread (a progress
+    # bar's, say) the collector next runs on.
+    gc.collect()
+    seconds = time.perf_counter() - start
+    stats = result.stats if result is not None else RunStats(stop_reason="saturated")
+    rule_stats = tuple(
+        RuleStats(key.split(".", 1)[-1], key.split(".", 1)[0], stats.matches.get(key, 0), secs)
+        for key, secs in stats.seconds.items()
+    )
+    report = SaturationReport(
+        iterations=stats.iterations,
+        enodes=stats.enodes,
+        seconds=seconds,
+        stop_reason=stats.stop_reason,
+        rules=rule_stats,
+        blocks=result.blocks if result is not None else 0,
+        block_instances=result.block_instances if result is not None else 0,
+        nodes_before=len(graph.nodes),
+        nodes_after=len(out.nodes),
+        rewrites_applied=result.applied if result is not None else {},
+        fallback=fallback,
+    )
+    return out, report
+
+
+def _check_same_interface(before: Graph, after: Graph) -> None:
+    spec.check(after)
+    if after.input_specs() != before.input_specs():
+        raise AssertionError(f"inputs changed: {after.input_specs()} != {before.input_specs()}")
+    if after.output_specs() != before.output_specs():
+        raise AssertionError(f"outputs changed: {after.output_specs()} != {before.output_specs()}")
+
+
+__all__ = ["RuleStats", "SaturationBudget", "SaturationReport", "rewrite"]
