@@ -46,7 +46,11 @@ demo: $(STAMP) $(EXAMPLE)
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license trust $(DEMO_VENDOR)/eval.pub.json --evaluation
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license install $(DEMO_VENDOR)/license.json
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license show
-	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl
+	@# The search: e-graph rewrites, then each kernel's variants measured on this machine;
+	@# the second compile takes the winners from the tuning database without measuring.
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl --target cpu --budget 30s
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl --target cpu --budget 30s
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal tune-db show --kernels
 	$(VENV)/bin/luminal run examples/mlp.lmnl --compare onnxruntime
 	@# The compiled example against ONNX Runtime on the original model: a signed report, its
 	@# verification (signature + every number recomputed) and its HTML page.  An INVALID run
@@ -72,6 +76,7 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare --duration $(BENCH_DURATION) --json benchmarks/compare.json
+	$(PY) -m benchmarks.roofline --json benchmarks/roofline.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache $(EXAMPLE) examples/*.lmnl *.egg-info build/demo-home build/demo-vendor build/demo-report.*

@@ -11,6 +11,11 @@ Outputs of every arm are checked against ONNX Runtime first.
 
     python -m benchmarks.compare                         # all four models, markdown table
     python -m benchmarks.compare --models mlp,cnn --duration 5 --json results.json
+    python -m benchmarks.compare --budget off            # luminal without the search
+
+luminal compiles each model as `luminal compile` does (search budget `--budget`, default
+the CLI's) into a fresh tuning database, cold, then again warm (the tuning cache hit);
+both compile times are reported.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ ARMS = ("onnxruntime", "torch-eager", "luminal")
 
 
 def _prepare(
-    name: str, tmp: Path, threads: int
+    name: str, tmp: Path, threads: int, budget: float | None
 ) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
     import onnxruntime as ort
     import torch
@@ -38,7 +43,7 @@ def _prepare(
     import luminal
     from benchmarks.models import build, example_feeds, export_onnx
     from luminal.compiler.frontend.onnx import load
-    from luminal.compiler.pipeline import compile_model
+    from luminal.compiler.pipeline import CompileOptions, compile_model
     from luminal.metering.parity import compare
 
     model = build(name)
@@ -48,9 +53,13 @@ def _prepare(
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    options = CompileOptions(budget_seconds=budget, tuning_db=str(tmp / "tuning.db"))
     t0 = time.perf_counter()
-    result = compile_model(load(onnx_path), tmp / f"{name}.lmnl")
+    result = compile_model(load(onnx_path), tmp / f"{name}.lmnl", options)
     compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    warm = compile_model(load(onnx_path), tmp / f"{name}.warm.lmnl", options)
+    warm_s = time.perf_counter() - t0
     compiled = luminal.load(result.path)
     torch.set_num_threads(threads)
     module, args = model.module, model.example_inputs
@@ -66,6 +75,11 @@ def _prepare(
     eager_out = {next(iter(ref)): (eager[0] if isinstance(eager, tuple) else eager).numpy()}
     info = {
         "compile_seconds": round(compile_s, 3),
+        "warm_compile_seconds": round(warm_s, 3),
+        "search": None
+        if result.search is None
+        else {k: v for k, v in result.search.items() if k != "choices"},
+        "warm_cache_hits": None if warm.search is None else warm.search["cache_hits"],
         "kernels": result.kernels,
         "arena_bytes": result.arena_bytes,
         "parity_luminal": compare(got, ref).to_json(),
@@ -78,7 +92,9 @@ def _prepare(
     }, info
 
 
-def measure(name: str, duration: float, min_rounds: int, threads: int, seed: int) -> dict[str, Any]:
+def measure(
+    name: str, duration: float, min_rounds: int, threads: int, seed: int, budget: float | None
+) -> dict[str, Any]:
     """The suite model `name` through luminal's benchmark harness (`metering.bench.method`):
     the same warm-up, interleaving and per-run timing as `luminal bench`."""
     import numpy as np
@@ -91,7 +107,7 @@ def measure(name: str, duration: float, min_rounds: int, threads: int, seed: int
         duration_s=duration, min_runs=1, min_blocks=min_rounds, seed=seed, audit_samples=0
     )
     with tempfile.TemporaryDirectory(prefix="luminal-bench-") as tmp:
-        arms, info = _prepare(name, Path(tmp), threads)
+        arms, info = _prepare(name, Path(tmp), threads, budget)
         m = interleave(
             {arm: (lambda _feeds, fn=fn: fn()) for arm, fn in arms.items()}, [{}], settings
         )
@@ -115,8 +131,8 @@ def measure(name: str, duration: float, min_rounds: int, threads: int, seed: int
 
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| model | ONNX Runtime ms | torch eager ms | luminal ms | luminal / ORT | parity (max abs) | compile s |",
-        "|---|---|---|---|---|---|---|",
+        "| model | ONNX Runtime ms | torch eager ms | luminal ms | luminal / ORT | luminal / torch | parity (max abs) | compile s cold / warm |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         a = r["arms"]
@@ -128,13 +144,29 @@ def markdown(results: list[dict[str, Any]]) -> str:
         ok = "OK" if r["parity_luminal"]["ok"] else "MISMATCH"
         lines.append(
             f"| {r['model']} | {cell('onnxruntime')} | {cell('torch-eager')} | {cell('luminal')} "
-            f"| {a['luminal']['vs_onnxruntime']:.2f}x | {ok} ({r['parity_luminal']['max_abs']:.2g}) | {r['compile_seconds']:.1f} |"
+            f"| {a['luminal']['vs_onnxruntime']:.2f}x | {a['luminal']['median_ms'] / a['torch-eager']['median_ms']:.2f}x "
+            f"| {ok} ({r['parity_luminal']['max_abs']:.2g}) | {r['compile_seconds']:.1f} / {r['warm_compile_seconds']:.1f} |"
         )
+    if results:
+        ort = geomean([r["arms"]["luminal"]["vs_onnxruntime"] for r in results])
+        tor = geomean(
+            [
+                r["arms"]["luminal"]["median_ms"] / r["arms"]["torch-eager"]["median_ms"]
+                for r in results
+            ]
+        )
+        lines.append(f"| geomean | | | | {ort:.2f}x | {tor:.2f}x | | |")
     lines.append("")
     lines.append(
         "Median per-run latency [interquartile range] over interleaved rounds; luminal / ORT < 1 means faster."
     )
     return "\n".join(lines)
+
+
+def geomean(xs: list[float]) -> float:
+    import math
+
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,13 +181,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--budget",
+        default=None,
+        help="luminal's search budget as for `luminal compile --budget` (default: the CLI's); 'off' for none",
+    )
+    parser.add_argument(
         "--json", type=Path, help="also write all results, raw samples included, here"
     )
     args = parser.parse_args(argv)
+    from luminal.cli.options import parse_budget
+    from luminal.compiler.pipeline import DEFAULT_BUDGET_SECONDS
+
+    budget = DEFAULT_BUDGET_SECONDS if args.budget is None else parse_budget(args.budget)
+    # Same thread count for every arm: luminal's pool reads this when it first runs.
+    os.environ["LUMINAL_NUM_THREADS"] = str(args.threads)
     results = []
     for name in args.models.split(","):
         print(f"measuring {name} ...", file=sys.stderr)
-        results.append(measure(name, args.duration, args.min_rounds, args.threads, args.seed))
+        results.append(
+            measure(name, args.duration, args.min_rounds, args.threads, args.seed, budget)
+        )
     table = markdown(results)
     print(table)
     if args.json:
@@ -163,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": platform.platform(),
             "python": sys.version.split()[0],
             "threads": args.threads,
+            "budget_seconds": budget,
         }
         args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     return 0

@@ -8,12 +8,29 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from luminal import licensing
-from luminal.cli.options import DimOption, JsonOption, parse_dims
+from luminal.cli.options import DimOption, JsonOption, parse_budget, parse_dims
+from luminal.compiler.backends.build import STEPS as BACKEND_STEPS
+from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
-from luminal.compiler.pipeline import STEPS, TARGETS, CompileOptions, CompileResult, compile_model
+from luminal.compiler.pipeline import (
+    DEFAULT_BUDGET_SECONDS,
+    STEPS,
+    TARGETS,
+    CompileOptions,
+    CompileResult,
+    compile_model,
+)
 
 
 def compile_cmd(
@@ -23,8 +40,12 @@ def compile_cmd(
         typer.Option("--output", "-o", help="Artifact path (default: MODEL with .lmnl)."),
     ] = None,
     target: Annotated[
-        str, typer.Option(help=f"Device to compile for: {', '.join(TARGETS)}.")
-    ] = "cpu",
+        str,
+        typer.Option(
+            help=f"Device to compile for: {', '.join(TARGETS)} or an installed plugin's name "
+            "(`luminal devices` lists them); auto takes the best device found here."
+        ),
+    ] = "auto",
     tile_m: Annotated[
         int | None,
         typer.Option(
@@ -35,6 +56,29 @@ def compile_cmd(
         int | None,
         typer.Option(help="Contraction tile columns (default: by vector width).", min=1, max=64),
     ] = None,
+    budget: Annotated[
+        str,
+        typer.Option(
+            help="Search time: e-graph rewrites plus measuring kernel variants, e.g. 120s or 2m; "
+            "0 takes only tuning-database hits; 'off' compiles with default variants.",
+        ),
+    ] = f"{DEFAULT_BUDGET_SECONDS:g}s",
+    top_k: Annotated[
+        int, typer.Option(help="Candidates per kernel that get timed.", min=1, max=16)
+    ] = 4,
+    tuning_db: Annotated[
+        Path | None,
+        typer.Option(
+            help="Tuning database (default: $LUMINAL_TUNING_DB or LUMINAL_HOME/tuning.db)."
+        ),
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Measure again even what the tuning database knows.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Print per-rule e-graph statistics and per-kernel choices."),
+    ] = False,
     dim: DimOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -48,28 +92,79 @@ def compile_cmd(
       luminal compile model.onnx -o model.lmnl
 
       luminal compile model.pt2 --json
+
+      luminal compile model.onnx --budget 5m --verbose
+
+    The search keeps what it measures in the tuning database, so a second compile of
+    the same model (or of another with the same layers) takes the stored winners.
+    Ctrl-C during the search stops measuring and still writes the best artifact found
+    so far (exit 130).
     """
     out = output or model.with_suffix(".lmnl")
+    seconds = parse_budget(budget)
     console = Console(stderr=True, quiet=as_json)
-    for warning in licensing.check("compile", target).warnings:
+    chosen = resolve(target)  # "auto" becomes a backend and device before licensing looks
+    for note in chosen.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    for warning in licensing.check("compile", chosen.license_target).warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    with console.status("loading model") as status:
+    steps = STEPS if chosen.name == "cpu" else BACKEND_STEPS
+    options = CompileOptions(
+        target=chosen.name,
+        tile_m=tile_m,
+        tile_n=tile_n,
+        budget_seconds=seconds,
+        top_k=top_k,
+        tuning_db=str(tuning_db) if tuning_db else None,
+        use_tuning_db=not fresh,
+    )
+    with progress_bar(console) as bar:
+        task = bar.add_task("loading model", total=None)
         loaded = load_model(model, parse_dims(dim))
-        options = CompileOptions(target=target, tile_m=tile_m, tile_n=tile_n)
         done: list[str] = []
 
         def step(name: str) -> None:
             if done:
                 console.print(f"  [green]✓[/] {done[-1]}")
             done.append(name)
-            status.update(f"{name} ({len(done)}/{len(STEPS)})")
+            bar.update(
+                task, description=f"{name} ({len(done)}/{len(steps)})", total=None, completed=0
+            )
 
-        result = compile_model(loaded, out, options, on_step=step)
+        def progress(what: str, n: int, total: int) -> None:
+            bar.update(
+                task, description=f"search kernels: {what}", total=max(total, 1), completed=n
+            )
+
+        result = compile_model(
+            loaded, out, options, on_step=step, on_progress=progress, target=chosen
+        )
         console.print(f"  [green]✓[/] {done[-1]}")
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         print_result(Console(), result)
+        if verbose:
+            print_search(Console(), result)
+    if result.interrupted:
+        console.print(
+            f"[yellow]interrupted:[/] the search stopped early; {out} holds the best variants "
+            "measured so far (they are kept in the tuning database)",
+            highlight=False,
+        )
+        raise typer.Exit(130)
+
+
+def progress_bar(console: Console) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def print_result(console: Console, r: CompileResult) -> None:
@@ -85,7 +180,63 @@ def print_result(console: Console, r: CompileResult) -> None:
     )
     table.add_row("weights", f"{r.weights_bytes / 2**20:.2f} MiB")
     table.add_row("artifact", f"{r.artifact_bytes / 2**20:.2f} MiB")
-    table.add_row("toolchain", f"{r.toolchain}; CPU features {' '.join(r.cpu_features) or '-'}")
+    if r.target == "cpu":
+        table.add_row("toolchain", f"{r.toolchain}; CPU features {' '.join(r.cpu_features) or '-'}")
+    else:
+        table.add_row(
+            "target", f"{r.target} ({r.device or 'no device here: code only'}); {r.toolchain}"
+        )
     steps = ", ".join(f"{k} {v:.2f}s" for k, v in r.seconds.items())
     table.add_row("compile time", f"{r.total_seconds:.2f}s ({steps})")
     console.print(table)
+
+    if r.search is not None:
+        s = r.search
+        agreement = "-" if s["cost_model_tau"] is None else f"{s['cost_model_tau']:+.2f}"
+        speedup = "-" if s["estimated_speedup"] is None else f"{s['estimated_speedup']:.2f}x"
+        console.print(
+            f"search: {s['kernels']} distinct kernels, {s['cache_hits']} from the tuning database, "
+            f"{s['measured']} measured in {s['seconds']:.1f}s; kernel time vs default {speedup}; "
+            f"cost model rank agreement (Kendall tau) {agreement}",
+            highlight=False,
+        )
+    if r.rewrite is not None:
+        w = r.rewrite
+        console.print(
+            f"rewrite: {w.get('nodes_before')} -> {w.get('nodes_after')} IR nodes, "
+            f"{w.get('iterations')} iterations, stopped: {w.get('stop_reason')}",
+            highlight=False,
+        )
+
+
+def print_search(console: Console, r: CompileResult) -> None:
+    """`--verbose`: every rule's matches and time, and every kernel's choice."""
+    if r.rewrite is not None:
+        table = Table(title="E-graph rules", title_justify="left")
+        for col in ("rule", "family", "matches", "seconds"):
+            table.add_column(col, justify="right" if col in ("matches", "seconds") else "left")
+        for rule in r.rewrite.get("rules", []):  # type: ignore[union-attr]
+            table.add_row(
+                rule["name"], rule["family"], str(rule["matches"]), f"{rule['seconds']:.3f}"
+            )
+        console.print(table)
+    if r.search is not None:
+        table = Table(title="Kernel choices", title_justify="left")
+        for col in ("kernel", "kind", "shape", "x", "variant", "source", "µs", "default µs", "tau"):
+            table.add_column(col)
+        for c in r.search["choices"]:  # type: ignore[index]
+            us = "-" if c["seconds"] is None else f"{c['seconds'] * 1e6:.1f}"
+            dus = "-" if c["default_seconds"] is None else f"{c['default_seconds'] * 1e6:.1f}"
+            tau = "-" if c["tau"] is None else f"{c['tau']:+.2f}"
+            table.add_row(
+                c["kernel"],
+                c["kind"],
+                c["shape"],
+                str(c["instances"]),
+                c["variant"],
+                c["source"],
+                us,
+                dus,
+                tau,
+            )
+        console.print(table)

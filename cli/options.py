@@ -23,3 +23,23 @@ def parse_dims(pairs: list[str] | None) -> dict[str, int]:
             raise UsageError(f"--dim '{pair}': expected NAME=N with N a positive integer")
         dims[name] = int(value)
     return dims
+
+
+def parse_budget(text: str) -> float | None:
+    """`--budget`: '120s', '2m', '1h', '90' (seconds), '0' (tuning database only) or
+    'off' (no search)."""
+    value = text.strip().lower()
+    if value in ("off", "none", "no"):
+        return None
+    scale = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    unit = value[-1:] if value[-1:] in scale else "s"
+    number = value[:-1] if value[-1:] in scale else value
+    try:
+        seconds = float(number) * scale[unit]
+    except ValueError:
+        raise UsageError(
+            f"--budget '{text}': expected a duration such as 120s, 2m or 0, or 'off'"
+        ) from None
+    if not seconds >= 0 or seconds > 24 * 3600:
+        raise UsageError(f"--budget '{text}': must be between 0 and 24h")
+    return seconds

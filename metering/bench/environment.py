@@ -4,10 +4,11 @@ machine's fingerprint for the report.
 Both arms run in the bench process, so they share its CPU affinity (`--cpus` narrows it
 with `sched_setaffinity` before anything runs).  The thread count (default: the CPUs in
 the affinity set) is given to the baseline (ORT intra-op threads, `torch.set_num_threads`)
-and to luminal's OpenMP: `OMP_NUM_THREADS` is set in this process's environment *before*
-the artifact's library is loaded (libgomp reads it when it is first loaded), and, since
-libgomp may already be loaded (an earlier artifact in the same process), `omp_set_num_threads`
-is called on it as well.  `omp_threads()` reads back what OpenMP will actually use.
+and to luminal: `LUMINAL_NUM_THREADS` (read by a compiled model's thread pool when its
+first parallel kernel runs) and `OMP_NUM_THREADS` are set in this process's environment
+before any model runs, and, since libgomp may already be loaded (torch uses it),
+`omp_set_num_threads` is called on it as well.  `omp_threads()` reads back what OpenMP
+will actually use (None when no OpenMP runtime is loaded).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Conditions:
             "threads": self.threads,
             "affinity": list(self.affinity),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "LUMINAL_NUM_THREADS": os.environ.get("LUMINAL_NUM_THREADS"),
             "omp_max_threads": omp_threads(),
         }
 
@@ -63,6 +65,7 @@ def apply(threads: int | None, cpus: tuple[int, ...] | None) -> Conditions:
     if n < 1:
         raise UsageError(f"--threads must be >= 1, got {n}")
     os.environ["OMP_NUM_THREADS"] = str(n)
+    os.environ["LUMINAL_NUM_THREADS"] = str(n)
     gomp = _libgomp()
     if gomp is not None:
         gomp.omp_set_num_threads(ctypes.c_int(n))

@@ -10,6 +10,12 @@
                  `min_runs` runs and `min_blocks` rounds are done (or `max_duration_s`);
                  each round runs one block of every arm, in a freshly shuffled order
 
+Before every block the harness pauses `settle_s` (untimed), so each block starts on a quiet
+machine: an engine's leftover background work is not charged to the next arm.  ONNX
+Runtime's worker threads, for one, keep spinning for tens of milliseconds after a run
+(measured: about 40 ms of CPU in the 100 ms after each call on 2 cores), which without the
+pause lands in whichever arm runs next.
+
 Every run is timed on its own (the clock is read right before and right after the call), so
 the report holds each run's time and percentiles are of single inferences.  Runs cycle
 through the input sets in the same order for every arm.  During the timed phase, one run in
@@ -42,6 +48,7 @@ class MethodSettings:
     min_runs: int = 100
     min_blocks: int = 20
     block_s: float = 0.05
+    settle_s: float = 0.1  # untimed pause before every block (see the module docstring)
     max_duration_s: float | None = None  # default max(3 x duration, duration + 60 s)
     warmup_window: int = 5
     warmup_tolerance: float = 0.10
@@ -131,6 +138,7 @@ def measure(
     sample_arm: str | None = None,
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Measurement:
     """Run the method on `arms` (name -> callable); the result holds every timing."""
     if not input_sets:
@@ -139,8 +147,12 @@ def measure(
     m = Measurement({name: ArmRecord() for name in arms}, [])
     cursor = dict.fromkeys(arms, 0)  # next input set, per arm
 
-    def block(name: str, runs: int, keep: int | None) -> tuple[list[int], Sample | None]:
+    def block(
+        name: str, runs: int, keep: int | None, settle: bool = False
+    ) -> tuple[list[int], Sample | None]:
         fn, times, kept = arms[name], [], None
+        if settle and settings.settle_s > 0 and len(arms) > 1:
+            sleep(settings.settle_s)
         for r in range(runs):
             k = cursor[name] % len(input_sets)
             cursor[name] += 1
@@ -169,7 +181,7 @@ def measure(
             break
         for name in arms:
             rec = m.arms[name]
-            times, _ = block(name, rec.runs_per_block, None)
+            times, _ = block(name, rec.runs_per_block, None, settle=True)
             rec.warmup_blocks.append([len(times), sum(times)])
             recent = [t / n for n, t in rec.warmup_blocks[-settings.warmup_window :]]
             rec.settled = len(recent) == settings.warmup_window and max(recent) <= min(recent) * (
@@ -207,7 +219,7 @@ def measure(
                 seen += 1
                 if slot < settings.audit_samples:
                     keep = int(rng.integers(0, rec.runs_per_block))
-            times, kept = block(name, rec.runs_per_block, keep)
+            times, kept = block(name, rec.runs_per_block, keep, settle=True)
             rec.blocks.append(times)
             if kept is not None and slot is not None:
                 if slot < len(m.samples):

@@ -110,6 +110,7 @@ FAST = MethodSettings(
     min_runs=50,
     min_blocks=20,
     block_s=0.01,
+    settle_s=0.0,
     warmup_max_s=0.5,
     bootstrap_resamples=2000,
     audit_samples=8,

@@ -1,0 +1,143 @@
+"""A roofline cost model, calibrated on this machine, that ranks kernel variants.
+
+    seconds = max(flops / (peak * efficiency), bytes / bandwidth) / threads + overheads
+
+`peak` (FMA throughput of one core) and `bandwidth` (a streaming copy) are measured once
+per device by `calibrate` with a small C program built by the same toolchain as models,
+and kept in the tuning database.  `efficiency` says how much of the peak a variant can
+reach (register tile size, K blocking, a library GEMM); it only has to rank variants,
+since the best few are then timed, and the search reports how well the ranking agreed
+with the timings (Kendall's tau per kernel) so the model can be improved on evidence.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from luminal.compiler.backends.cpu import toolchain
+from luminal.compiler.schedule import Kernel, Schedule
+from luminal.compiler.schedule.variant import Variant
+
+
+@dataclass(frozen=True)
+class Machine:
+    peak_gflops: float  # one core, f32 FMA, all vector lanes
+    bandwidth_gbs: float  # streaming copy, one core
+    cores: int
+    parallel_overhead_s: float = 4e-6  # fork/join of one OpenMP region
+    call_overhead_s: float = 5e-8  # one kernel call
+
+
+@dataclass(frozen=True)
+class Work:
+    flops: float
+    bytes: float
+    parallel_default: bool  # the backend's threshold would run it in parallel
+
+
+def work(sched: Schedule, kernel: Kernel) -> Work:
+    """FLOPs and bytes of one call, as the backend counts them (`cpu.variants.estimate`),
+    and whether the backend's threshold would run the kernel in parallel."""
+    from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
+    from luminal.compiler.backends.cpu.variants import estimate
+
+    cost = estimate(sched, kernel)
+    return Work(float(cost.flops), float(cost.bytes), cost.flops >= PARALLEL_MIN_WORK)
+
+
+def efficiency(variant: Variant, kernel: Kernel, work_: Work) -> float:
+    """Fraction of the FMA peak a variant reaches: a rank, not a promise."""
+    if kernel.contraction is None:
+        return 0.25  # elementwise/reduce code: vectorizable, rarely FMA-bound
+    if variant.impl == "blas":
+        return 0.85 if work_.flops > 2e6 else 0.35  # packing overheads dominate small GEMMs
+    mr, nr = variant.mr or 6, variant.nr or 16
+    regs = mr * nr / 8  # ymm accumulators
+    eff = 0.5 * min(regs, 12) / 12
+    if variant.kc is not None:
+        eff *= 1.15
+    return max(eff, 0.05)
+
+
+def estimate(machine: Machine, sched: Schedule, kernel: Kernel, variant: Variant) -> float:
+    w = work(sched, kernel)
+    compute = w.flops / (machine.peak_gflops * 1e9 * efficiency(variant, kernel, w))
+    memory = w.bytes / (machine.bandwidth_gbs * 1e9)
+    seconds = max(compute, memory)
+    parallel = variant.parallel if variant.parallel is not None else w.parallel_default
+    if variant.impl == "blas":
+        parallel = True  # the library threads itself above its own threshold
+    if parallel and machine.cores > 1:
+        seconds = seconds / machine.cores + machine.parallel_overhead_s
+    return seconds + machine.call_overhead_s
+
+
+_CALIBRATE_C = r"""
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+/* 12 independent 8-wide FMA chains: enough to cover FMA latency on current x86 cores. */
+double lum_fma_gflops(int64_t iters) {
+    float acc[12][8] = {{0}};
+    const float a = 1.0000001f, b = 1e-7f;
+    double t0 = now();
+    for (int64_t i = 0; i < iters; i++)
+        for (int r = 0; r < 12; r++)
+            for (int l = 0; l < 8; l++) acc[r][l] = acc[r][l] * a + b;
+    double dt = now() - t0;
+    volatile float sink = 0; for (int r = 0; r < 12; r++) for (int l = 0; l < 8; l++) sink += acc[r][l];
+    (void)sink;
+    return 2.0 * 96.0 * (double)iters / dt / 1e9;
+}
+double lum_copy_gbs(uint8_t *dst, const uint8_t *src, int64_t n, int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) { double t0 = now(); memcpy(dst, src, (size_t)n); double dt = now() - t0; if (dt < best) best = dt; }
+    return 2.0 * (double)n / best / 1e9;
+}
+"""
+
+
+def calibrate(tc: toolchain.Toolchain, flags: tuple[str, ...], cores: int) -> Machine:
+    """Measure this machine's FMA peak and copy bandwidth (about half a second)."""
+    import numpy as np
+
+    # -ffp-contract=fast here: the point is to measure fused multiply-add throughput.
+    library = toolchain.build_shared_library(_CALIBRATE_C, tc, (*flags, "-ffp-contract=fast"))
+    with tempfile.TemporaryDirectory(prefix="luminal-calibrate-") as tmp:
+        path = Path(tmp) / "calibrate.so"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(library)
+        lib = ctypes.CDLL(str(path))
+    lib.lum_fma_gflops.restype = ctypes.c_double
+    lib.lum_fma_gflops.argtypes = [ctypes.c_int64]
+    lib.lum_copy_gbs.restype = ctypes.c_double
+    lib.lum_copy_gbs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]
+    peak = max(lib.lum_fma_gflops(2_000_000) for _ in range(3))
+    n = 64 << 20
+    src = np.ones(n, np.uint8)
+    dst = np.empty(n, np.uint8)
+    bw = lib.lum_copy_gbs(dst.ctypes.data, src.ctypes.data, n, 4)
+    return Machine(peak_gflops=float(peak), bandwidth_gbs=float(bw), cores=cores)
+
+
+def kendall_tau(predicted: list[float], measured: list[float]) -> float | None:
+    """Rank agreement in [-1, 1] between estimates and timings (None below 2 points)."""
+    n = len(predicted)
+    if n < 2:
+        return None
+    concordant = discordant = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a = (predicted[i] - predicted[j]) * (measured[i] - measured[j])
+            if a > 0:
+                concordant += 1
+            elif a < 0:
+                discordant += 1
+    total = n * (n - 1) / 2
+    return (concordant - discordant) / total

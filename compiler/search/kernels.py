@@ -1,0 +1,326 @@
+"""Measured extraction: choose one variant per kernel by timing the best candidates.
+
+    group kernels by structure hash (identical layers are searched once)
+      -> tuning database hit? take the stored winner
+      -> else rank the group's candidates with the cost model, keep the best K (the
+         default always stays in, as the baseline), and queue the group
+    build one timing library for every queued group (one compiler run)
+    measure groups from the most expensive down, while the budget lasts:
+      check each candidate against the reference interpreter, time it (median of
+      repeats, early stop when clearly slower), store every timing in the database
+    winner = fastest correct candidate; unmeasured groups keep the default
+
+Ctrl-C (KeyboardInterrupt) or an exhausted budget stops measuring; what was measured is
+kept (and already stored), so the compile still writes the best artifact found so far.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from luminal._version import __version__
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.schedule import Kernel, Schedule
+from luminal.compiler.schedule.variant import DEFAULT, Variant
+from luminal.compiler.search import costmodel, measure, space
+from luminal.compiler.search.structure import unique
+from luminal.compiler.search.tunedb import Measurement, TuningDB
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    kernel: str  # the group's first kernel
+    hash: str
+    kind: str
+    shape: str
+    instances: int  # kernels sharing this structure
+    variant: Variant
+    source: str  # "cache" | "measured" | "default" (one candidate, or not reached)
+    seconds: float | None  # winner's median
+    default_seconds: float | None
+    candidates: int
+    measured: int
+    tau: float | None  # cost model vs timing rank agreement on this kernel
+    model_pick: Variant | None = None  # the cost model's first choice, when measured
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kernel": self.kernel,
+            "hash": self.hash,
+            "kind": self.kind,
+            "shape": self.shape,
+            "instances": self.instances,
+            "variant": self.variant.label,
+            "source": self.source,
+            "seconds": self.seconds,
+            "default_seconds": self.default_seconds,
+            "candidates": self.candidates,
+            "measured": self.measured,
+            "tau": self.tau,
+            "model_pick": None if self.model_pick is None else self.model_pick.label,
+        }
+
+
+@dataclass(frozen=True)
+class KernelSearchReport:
+    choices: tuple[KernelChoice, ...]
+    interrupted: bool
+    out_of_budget: bool
+    seconds: float
+    machine: costmodel.Machine | None
+    variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(c.source == "cache" for c in self.choices)
+
+    @property
+    def measured(self) -> int:
+        return sum(c.source == "measured" for c in self.choices)
+
+    @property
+    def mean_tau(self) -> float | None:
+        taus = [c.tau for c in self.choices if c.tau is not None]
+        return float(np.mean(taus)) if taus else None
+
+    @property
+    def top1_agreement(self) -> float | None:
+        """Share of measured kernels where the cost model's first pick won."""
+        rows = [c for c in self.choices if c.source == "measured" and c.measured >= 2]
+        return sum(c.variant == c.model_pick for c in rows) / len(rows) if rows else None
+
+    def estimated_speedup(self) -> float | None:
+        """Sum of default kernel time over chosen kernel time, over measured kernels."""
+        pairs = [
+            (c.default_seconds * c.instances, c.seconds * c.instances)
+            for c in self.choices
+            if c.seconds is not None and c.default_seconds is not None
+        ]
+        if not pairs:
+            return None
+        return sum(a for a, _ in pairs) / max(sum(b for _, b in pairs), 1e-12)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kernels": len(self.choices),
+            "cache_hits": self.cache_hits,
+            "measured": self.measured,
+            "interrupted": self.interrupted,
+            "out_of_budget": self.out_of_budget,
+            "seconds": self.seconds,
+            "cost_model_tau": self.mean_tau,
+            "cost_model_top1": self.top1_agreement,
+            "estimated_speedup": self.estimated_speedup(),
+            "machine": None if self.machine is None else self.machine.__dict__,
+            "choices": [c.to_json() for c in self.choices],
+        }
+
+
+@dataclass(frozen=True)
+class KernelSearchOptions:
+    deadline: float  # time.monotonic() by which measuring stops
+    top_k: int = 4
+    use_cache: bool = True
+    measure: bool = True
+
+
+def search_kernels(
+    sched: Schedule,
+    cg: codegen.CodegenOptions,
+    tc: toolchain.Toolchain,
+    flags: tuple[str, ...],
+    features: tuple[str, ...],
+    weights: bytes,
+    device: str,
+    cores: int,
+    db: TuningDB | None,
+    options: KernelSearchOptions,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> KernelSearchReport:
+    start = time.monotonic()
+    groups = unique(sched, sched.kernels)
+    chosen: dict[str, KernelChoice] = {}
+    queued: dict[str, tuple[list[Kernel], tuple[Variant, ...]]] = {}
+    for h, kernels in groups.items():
+        k = kernels[0]
+        variants = space.alternatives(sched, k, features)
+        hit = db.winner(h, device, __version__) if (db is not None and options.use_cache) else None
+        if hit is not None and hit.variant in variants:
+            assert db is not None
+            base = db.timing(h, device, __version__, DEFAULT)
+            chosen[h] = _choice(
+                sched, h, kernels, hit.variant, "cache", hit.seconds, base, len(variants), 0, None
+            )
+        elif len(variants) == 1 or not options.measure:
+            chosen[h] = _choice(
+                sched, h, kernels, DEFAULT, "default", None, None, len(variants), 0, None
+            )
+        else:
+            queued[h] = (kernels, variants)
+
+    interrupted = out_of_budget = False
+    machine: costmodel.Machine | None = None
+    if queued:
+        try:
+            machine = _machine(db, tc, flags, device, cores)
+            ranked: dict[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]] = {}
+            for h, (kernels, variants) in queued.items():
+                est = [costmodel.estimate(machine, sched, kernels[0], v) for v in variants]
+                keep = sorted(range(len(variants)), key=lambda i: est[i])[: options.top_k]
+                if 0 not in keep:
+                    keep = [*keep[: options.top_k - 1], 0]
+                ranked[h] = (kernels, tuple(variants[i] for i in keep), [est[i] for i in keep])
+            if progress:
+                progress("building timing library", 0, len(ranked))
+            lib = measure.build(
+                sched,
+                cg,
+                {ks[0].name: vs for ks, vs, _ in ranked.values()},
+                tc,
+                flags,
+                weights,
+                measure.random_feeds(sched.graph),
+            )
+            # Most expensive kernels (by the default's estimate times instances) first.
+            order = sorted(
+                ranked, key=lambda h: -ranked[h][2][ranked[h][1].index(DEFAULT)] * len(ranked[h][0])
+            )
+            for n, h in enumerate(order):
+                kernels, variants, est = ranked[h]
+                if time.monotonic() >= options.deadline:
+                    out_of_budget = True
+                    break
+                if progress:
+                    progress(f"measuring {kernels[0].name} ({kernels[0].kind})", n, len(order))
+                rank = sorted(range(len(variants)), key=lambda i: est[i])
+                timings = lib.measure(
+                    kernels[0],
+                    variants,
+                    rank,
+                    should_stop=lambda: time.monotonic() >= options.deadline,
+                )
+                chosen[h] = _from_timings(sched, h, kernels, variants, est, timings)
+                if db is not None:
+                    k0 = kernels[0]
+                    db.record(
+                        Measurement(
+                            h,
+                            device,
+                            __version__,
+                            t.variant,
+                            t.seconds,
+                            est[variants.index(t.variant)],
+                            t.ok,
+                            k0.kind,
+                            _shape(sched, k0),
+                        )
+                        for t in timings
+                    )
+            if progress:
+                progress("measured", len(order), len(order))
+        except KeyboardInterrupt:
+            interrupted = True
+    for h, kernels in groups.items():
+        if h not in chosen:
+            n = len(queued[h][1]) if h in queued else 1
+            chosen[h] = _choice(sched, h, kernels, DEFAULT, "default", None, None, n, 0, None)
+    variants_by_kernel = {
+        k.name: chosen[h].variant
+        for h, ks in groups.items()
+        for k in ks
+        if chosen[h].variant != DEFAULT
+    }
+    return KernelSearchReport(
+        tuple(chosen[h] for h in groups),
+        interrupted,
+        out_of_budget,
+        time.monotonic() - start,
+        machine,
+        variants_by_kernel,
+    )
+
+
+def _machine(
+    db: TuningDB | None, tc: toolchain.Toolchain, flags: tuple[str, ...], device: str, cores: int
+) -> costmodel.Machine:
+    if db is not None:
+        cached = db.machine(device)
+        if cached is not None:
+            return cached
+    m = costmodel.calibrate(tc, flags, cores)
+    if db is not None:
+        db.record_machine(device, m)
+    return m
+
+
+def _from_timings(
+    sched: Schedule,
+    h: str,
+    kernels: list[Kernel],
+    variants: tuple[Variant, ...],
+    est: list[float],
+    timings: list[measure.Timing],
+) -> KernelChoice:
+    ok = [t for t in timings if t.ok and t.seconds != float("inf")]
+    default = next((t.seconds for t in ok if t.variant == DEFAULT), None)
+    full = [t for t in ok if not t.stopped_early]
+    tau = costmodel.kendall_tau(
+        [est[variants.index(t.variant)] for t in full], [t.seconds for t in full]
+    )
+    if not ok:
+        return _choice(
+            sched, h, kernels, DEFAULT, "default", None, None, len(variants), len(timings), None
+        )
+    best = min(ok, key=lambda t: t.seconds)
+    pick = variants[min(range(len(variants)), key=lambda i: est[i])]
+    choice = _choice(
+        sched,
+        h,
+        kernels,
+        best.variant,
+        "measured",
+        best.seconds,
+        default,
+        len(variants),
+        len(timings),
+        tau,
+    )
+    return dataclasses.replace(choice, model_pick=pick)
+
+
+def _choice(
+    sched: Schedule,
+    h: str,
+    kernels: list[Kernel],
+    variant: Variant,
+    source: str,
+    seconds: float | None,
+    default_seconds: float | None,
+    candidates: int,
+    measured: int,
+    tau: float | None,
+) -> KernelChoice:
+    k = kernels[0]
+    return KernelChoice(
+        k.name,
+        h,
+        k.kind,
+        _shape(sched, k),
+        len(kernels),
+        variant,
+        source,
+        seconds,
+        default_seconds,
+        candidates,
+        measured,
+        tau,
+    )
+
+
+def _shape(sched: Schedule, k: Kernel) -> str:
+    return "x".join(map(str, sched.graph.nodes[k.node].shape)) or "scalar"

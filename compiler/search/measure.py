@@ -1,0 +1,350 @@
+"""Measuring kernel variants on this machine: one timing library, real inputs, a check.
+
+Every candidate variant of every kernel being tuned is compiled into ONE shared library
+beside the ordinary model (one compiler run, however many candidates), with entry points
+
+    lum_prefix(upto, ...)          run kernels 0..upto-1 in their default variant
+    lum_call(k, v, ...)            run kernel k in candidate v (v < 0: the default)
+    lum_time(k, v, reps, out, ...) time `reps` calls of it, one clock reading per call
+
+To measure kernel k, the model runs up to k on random inputs, so k reads the values it
+reads in production (timing a kernel on garbage can hit denormals or NaNs and lie).  Each
+candidate then runs once and its result is compared with the reference interpreter's
+value of the kernel's node, then it is timed.  A kernel that writes over its input gets
+that input restored before every call, outside the timed region.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.ir import Graph, numel
+from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.schedule import Kernel, Place, Schedule
+from luminal.compiler.schedule.variant import Variant
+from luminal.errors import ArtifactIncompatible
+
+ALIGN = 64
+
+
+@dataclass(frozen=True)
+class Timing:
+    kernel: str  # kernel name
+    variant: Variant
+    seconds: float  # median per call; inf if it failed the check
+    samples: int
+    ok: bool
+    stopped_early: bool
+    max_error: float
+
+
+def timing_source(
+    sched: Schedule, options: codegen.CodegenOptions, candidates: Mapping[str, Sequence[Variant]]
+) -> str:
+    """The model's C plus every candidate of the kernels in `candidates` and the timing
+    entry points.  Kernels not in `candidates` keep only their default."""
+    parts = [codegen.generate(sched, options)]
+    index = {k.name: n for n, k in enumerate(sched.kernels)}
+    tables = []
+    for name, variants in candidates.items():
+        kernel = sched.kernels[index[name]]
+        fns = []
+        for v, variant in enumerate(variants):
+            fn = f"{name}__v{v}"
+            parts.append(codegen.generate_kernel(sched, kernel, options, variant, fn))
+            fns.append(fn)
+        tables.append(f"static const lum_kfn lum_v_{name}[] = {{{', '.join(fns)}}};")
+    n = len(sched.kernels)
+    defaults = ", ".join(k.name for k in sched.kernels) or "0"
+    rows = ", ".join(f"lum_v_{k.name}" if k.name in candidates else "0" for k in sched.kernels)
+    counts = ", ".join(str(len(candidates.get(k.name, ()))) for k in sched.kernels)
+    parts.append(
+        "typedef int (*lum_kfn)(uint8_t *, const uint8_t *, void *const *, void *const *);\n"
+        + "\n".join(tables)
+        + f"\nstatic const lum_kfn lum_defaults[{max(n, 1)}] = {{{defaults}}};\n"
+        f"static const lum_kfn *const lum_table[{max(n, 1)}] = {{{rows or '0'}}};\n"
+        f"static const int lum_counts[{max(n, 1)}] = {{{counts or '0'}}};\n" + _TIMING_C
+    )
+    return "\n".join(parts)
+
+
+_TIMING_C = r"""
+#include <time.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define LUM_FTZ_ON() unsigned lum_csr = _mm_getcsr(); _mm_setcsr(lum_csr | 0x8040)
+#define LUM_FTZ_OFF() _mm_setcsr(lum_csr)
+#else
+#define LUM_FTZ_ON()
+#define LUM_FTZ_OFF()
+#endif
+static double lum_clock(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+static lum_kfn lum_pick(int k, int v) { return v < 0 ? lum_defaults[k] : lum_table[k][v]; }
+int lum_kernel_total(void) { return (int)(sizeof lum_counts / sizeof lum_counts[0]); }
+int lum_prefix(int upto, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
+    int err = 0;
+    for (int k = 0; k < upto; k++) err |= lum_defaults[k](arena, weights, inputs, outputs);
+    return err;
+}
+int lum_call(int k, int v, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
+    return lum_pick(k, v)(arena, weights, inputs, outputs);
+}
+int lum_time(int k, int v, int reps, double *out, uint8_t *arena, const uint8_t *weights,
+             void *const *inputs, void *const *outputs, uint8_t *restore_to, const uint8_t *saved, int64_t restore_bytes) {
+    lum_kfn f = lum_pick(k, v);
+    int err = 0;
+    LUM_FTZ_ON();
+    for (int r = 0; r < reps; r++) {
+        if (restore_bytes > 0) memcpy(restore_to, saved, (size_t)restore_bytes);
+        double t0 = lum_clock();
+        err |= f(arena, weights, inputs, outputs);
+        out[r] = lum_clock() - t0;
+    }
+    LUM_FTZ_OFF();
+    return err;
+}
+"""
+
+
+class TimingLibrary:
+    """The compiled timing library, the model's buffers, and reference values."""
+
+    def __init__(
+        self,
+        sched: Schedule,
+        library: bytes,
+        weights: bytes,
+        feeds: Sequence[np.ndarray],
+        expected: Mapping[int, np.ndarray],
+    ) -> None:
+        self.sched = sched
+        self._lib = _dlopen(library)
+        for fn in ("lum_prefix", "lum_call"):
+            getattr(self._lib, fn).restype = ctypes.c_int
+        self._lib.lum_time.restype = ctypes.c_int
+        self.arena = _aligned(max(sched.arena_bytes, 1))
+        self.weights = _aligned(max(len(weights), 1))
+        self.weights[: len(weights)] = np.frombuffer(weights, np.uint8)
+        self.feeds = [np.ascontiguousarray(a) for a in feeds]
+        self.outs = [np.zeros(s.shape, s.dtype.np) for s in sched.graph.output_specs()]
+        self._in = (ctypes.c_void_p * max(len(self.feeds), 1))(*[a.ctypes.data for a in self.feeds])
+        self._out = (ctypes.c_void_p * max(len(self.outs), 1))(*[a.ctypes.data for a in self.outs])
+        self.expected = expected
+        self._position = {k.name: n for n, k in enumerate(sched.kernels)}
+
+    def _args(self) -> tuple[object, ...]:
+        return (
+            ctypes.c_void_p(self.arena.ctypes.data),
+            ctypes.c_void_p(self.weights.ctypes.data),
+            self._in,
+            self._out,
+        )
+
+    def measure(
+        self,
+        kernel: Kernel,
+        variants: Sequence[Variant],
+        order: Sequence[int],
+        *,
+        target_seconds: float = 0.03,
+        max_reps: int = 40,
+        stop_ratio: float = 1.25,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> list[Timing]:
+        """Check `variants[i]` for i in `order` (the cost model's ranking) against the
+        reference, then time the correct ones in interleaved rounds (a burst of load on a
+        shared machine then hits every candidate alike).  After each round a candidate
+        whose median is `stop_ratio` x the best median is stopped early."""
+        k = self._position[kernel.name]
+        self._lib.lum_prefix(k, *self._args())
+        dest = self._view(kernel.dest, kernel.node)
+        restore_to, saved, nbytes = self._restore(kernel)
+        expected = self.expected.get(kernel.node)
+        results: dict[int, Timing] = {}
+        alive: list[int] = []
+        for v in order:
+            if nbytes:
+                ctypes.memmove(restore_to, saved.ctypes.data, nbytes)
+            dest[...] = 0
+            self._lib.lum_call(k, v, *self._args())
+            ok, err = matches(dest, expected)
+            if ok:
+                alive.append(v)
+                self._time(k, v, 2, restore_to, saved, nbytes)  # warm-up: caches, threads
+            results[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
+        samples: dict[int, list[float]] = {v: [] for v in alive}
+        stopped: set[int] = set()
+        reps = 3
+        while alive and not should_stop():
+            for v in alive:
+                samples[v].extend(self._time(k, v, reps, restore_to, saved, nbytes))
+            medians = {v: float(np.median(samples[v])) for v in alive}
+            best = min(medians.values())
+            for v in list(alive):
+                if medians[v] > stop_ratio * best:
+                    alive.remove(v)
+                    stopped.add(v)
+            done = [
+                v
+                for v in alive
+                if len(samples[v])
+                >= min(max_reps, max(6, int(target_seconds / max(medians[v], 1e-7))))
+            ]
+            if len(done) == len(alive):
+                break
+            reps = 3
+        for v, got in samples.items():
+            if got:
+                t = results[v]
+                results[v] = Timing(
+                    t.kernel,
+                    t.variant,
+                    float(np.median(got)),
+                    len(got),
+                    True,
+                    v in stopped,
+                    t.max_error,
+                )
+        return [results[v] for v in order if v in results]
+
+    def _time(
+        self, k: int, v: int, reps: int, restore_to: int, saved: np.ndarray, nbytes: int
+    ) -> list[float]:
+        buf = (ctypes.c_double * reps)()
+        self._lib.lum_time(
+            k,
+            v,
+            reps,
+            buf,
+            *self._args(),
+            ctypes.c_void_p(restore_to),
+            ctypes.c_void_p(saved.ctypes.data if nbytes else 0),
+            ctypes.c_int64(nbytes),
+        )
+        return list(buf)
+
+    def _view(self, place: Place, node: int) -> np.ndarray:
+        n = self.sched.graph.nodes[node]
+        if place.kind == "output":
+            return self.outs[place.index]
+        if place.kind == "arena":
+            nbytes = numel(n.shape) * n.dtype.itemsize
+            return self.arena[place.index : place.index + nbytes].view(n.dtype.np).reshape(n.shape)
+        raise AssertionError(f"kernel writes to {place.kind}")
+
+    def _restore(self, kernel: Kernel) -> tuple[int, np.ndarray, int]:
+        """(address, saved copy, bytes) of the buffer an in-place kernel overwrites."""
+        if kernel.inplace is None:
+            return 0, np.zeros(1, np.uint8), 0
+        home = self.sched.homes[kernel.inplace]
+        n = self.sched.graph.nodes[kernel.inplace]
+        nbytes = numel(n.shape) * n.dtype.itemsize
+        region = self.arena[home.index : home.index + nbytes]
+        return region.ctypes.data, region.copy(), nbytes
+
+
+def reference_values(
+    graph: Graph, nodes: Sequence[int], feeds: Mapping[str, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """The reference interpreter's value of each of `nodes`."""
+    import dataclasses
+
+    probe = dataclasses.replace(graph, outputs=tuple((f"n{i}", i) for i in dict.fromkeys(nodes)))
+    values = reference.run(probe, feeds)
+    return {int(name[1:]): v for name, v in values.items()}
+
+
+def random_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs drawn like the bench's: normal floats, small non-negative integers (valid
+    indices for any gather of a dim >= 2), booleans."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for s in graph.input_specs():
+        if s.dtype.is_float:
+            feeds[s.name] = rng.standard_normal(s.shape).astype(s.dtype.np)
+        elif s.dtype.np == np.bool_:
+            feeds[s.name] = rng.random(s.shape) < 0.5
+        else:
+            feeds[s.name] = rng.integers(0, 2, s.shape).astype(s.dtype.np)
+    return feeds
+
+
+def build(
+    sched: Schedule,
+    options: codegen.CodegenOptions,
+    candidates: Mapping[str, Sequence[Variant]],
+    tc: toolchain.Toolchain,
+    flags: tuple[str, ...],
+    weights: bytes,
+    feeds: Mapping[str, np.ndarray],
+) -> TimingLibrary:
+    source = timing_source(sched, options, candidates)
+    library = toolchain.build_shared_library(source, tc, flags)
+    by_name = {k.name: k for k in sched.kernels}
+    nodes = [by_name[name].node for name in candidates]
+    expected = reference_values(sched.graph, nodes, feeds)
+    ordered = [feeds[s.name] for s in sched.graph.input_specs()]
+    return TimingLibrary(sched, library, weights, ordered, expected)
+
+
+def run_model(
+    sched: Schedule, library: bytes, weights: bytes, feeds: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Run a model library built from `sched` once (no artifact, no manifest)."""
+    lib = _dlopen(library)
+    lib.lum_run.restype = ctypes.c_int
+    arena = _aligned(max(sched.arena_bytes, 1))
+    w = _aligned(max(len(weights), 1))
+    w[: len(weights)] = np.frombuffer(weights, np.uint8)
+    ins = [np.ascontiguousarray(feeds[s.name]) for s in sched.graph.input_specs()]
+    outs = [np.zeros(s.shape, s.dtype.np) for s in sched.graph.output_specs()]
+    in_p = (ctypes.c_void_p * max(len(ins), 1))(*[a.ctypes.data for a in ins])
+    out_p = (ctypes.c_void_p * max(len(outs), 1))(*[a.ctypes.data for a in outs])
+    lib.lum_run(ctypes.c_void_p(arena.ctypes.data), ctypes.c_void_p(w.ctypes.data), in_p, out_p)
+    return {s.name: a for s, a in zip(sched.graph.output_specs(), outs, strict=True)}
+
+
+def matches(got: np.ndarray, want: np.ndarray | None) -> tuple[bool, float]:
+    """Whether a kernel's (or model's) result agrees with the reference, and the largest
+    absolute difference.  Float tolerance: 1e-4 absolute plus 1e-3 relative."""
+    if want is None:
+        return True, 0.0
+    want = np.asarray(want).reshape(got.shape)
+    if not np.issubdtype(got.dtype, np.floating):
+        return bool(np.array_equal(got, want)), 0.0
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    finite = np.isfinite(w)
+    if not np.array_equal(np.isfinite(g), finite):
+        return False, float("inf")
+    diff = np.abs(g[finite] - w[finite])
+    err = float(diff.max()) if diff.size else 0.0
+    scale = float(np.abs(w[finite]).max()) if diff.size else 0.0
+    return bool(
+        np.all(diff <= 1e-4 + 1e-3 * np.abs(w[finite])) or err <= 1e-5 * max(scale, 1.0)
+    ), err
+
+
+def _dlopen(library: bytes) -> ctypes.CDLL:
+    with tempfile.TemporaryDirectory(prefix="luminal-tune-") as tmp:
+        path = Path(tmp) / "timing.so"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(library)
+        try:
+            return ctypes.CDLL(str(path))
+        except OSError as err:
+            raise ArtifactIncompatible(f"the timing library cannot be loaded ({err})") from None
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start : start + nbytes]

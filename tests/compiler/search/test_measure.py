@@ -1,0 +1,93 @@
+"""Measured extraction's timing library: real inputs, a reference check, interleaved
+timing, and a wrong candidate refused whatever its speed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.frontend.compose.contraction import matmul
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.ir import DType
+from luminal.compiler.ir.builder import GraphBuilder
+from luminal.compiler.pipeline import pack_weights
+from luminal.compiler.schedule import schedule
+from luminal.compiler.schedule.variant import Variant
+from luminal.compiler.search import costmodel, measure
+from tests.compiler.search.search_graphs import mlp_block
+
+WRONG = Variant(mr=3, nr=8)  # the test's sabotaged candidate
+
+
+def _build(sched, candidates):  # type: ignore[no-untyped-def]
+    cpu = detect_cpu()
+    flags, features = toolchain.feature_flags(cpu)
+    tc = toolchain.find_toolchain()
+    cg = codegen.CodegenOptions(mr=4, nr=8, fma="fma" in features, openmp=tc.openmp)
+    feeds = measure.random_feeds(sched.graph)
+    return measure.build(sched, cg, candidates, tc, flags, pack_weights(sched), feeds)
+
+
+def test_every_candidate_is_checked_then_timed() -> None:
+    sched = schedule(mlp_block(layers=3))
+    k = [k for k in sched.kernels if k.kind == "contraction"][1]
+    variants = (Variant(), Variant(mr=2, nr=8), Variant(parallel=False), Variant(parallel=True))
+    lib = _build(sched, {k.name: variants})
+    timings = lib.measure(k, variants, [0, 1, 2, 3], stop_ratio=1e9)
+    assert [t.variant for t in timings] == list(variants)
+    assert all(t.ok and t.samples >= 6 and 0 < t.seconds < 0.1 for t in timings)
+    assert all(t.max_error < 1e-4 for t in timings)
+
+
+def test_a_wrong_candidate_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = codegen.generate_kernel
+
+    def sabotaged(sched, kernel, options, variant=None, name=None):  # type: ignore[no-untyped-def]
+        text = real(sched, kernel, options, variant, name)
+        if variant == WRONG:
+            # Correct code, then one element spoiled: fast and wrong.
+            text = text.replace("    return err;\n}", "    out[0] += 0.5f;\n    return err;\n}")
+            assert "+= 0.5f" in text
+        return text
+
+    monkeypatch.setattr(codegen, "generate_kernel", sabotaged)
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (7, 20), DType.F32)
+    w = b.const(rng.standard_normal((20, 24)).astype(np.float32), DType.F32)
+    sched = schedule(b.build({"y": matmul(b, x, w)}))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    variants = (Variant(), WRONG)
+    lib = _build(sched, {k.name: variants})
+    good, bad = lib.measure(k, variants, [1, 0])[::-1]
+    assert good.ok and good.seconds < float("inf")
+    assert (
+        not bad.ok and bad.seconds == float("inf") and bad.max_error == pytest.approx(0.5, rel=1e-3)
+    )
+
+
+def test_matches_tolerance() -> None:
+    want = np.array([1.0, -2.0, 1000.0], np.float32)
+    assert measure.matches(want + np.float32(1e-5), want)[0]
+    assert not measure.matches(want + np.float32(0.1), want)[0]
+    assert not measure.matches(np.array([1.0, np.nan, 1000.0], np.float32), want)[0]
+    assert measure.matches(np.array([3, 4]), np.array([3, 4]))[0]
+
+
+def test_kendall_tau() -> None:
+    assert costmodel.kendall_tau([1, 2, 3], [10, 20, 30]) == 1.0
+    assert costmodel.kendall_tau([1, 2, 3], [30, 20, 10]) == -1.0
+    assert costmodel.kendall_tau([1], [1]) is None
+
+
+def test_cost_model_counts_a_contraction() -> None:
+    sched = schedule(mlp_block(layers=1, width=32, batch=4))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    w = costmodel.work(sched, k)
+    assert w.flops >= 2 * 4 * 32 * 32  # the multiply-adds, plus the epilogue
+    assert w.bytes >= 4 * (4 * 32 + 32 * 32 + 4 * 32)
+    m = costmodel.Machine(peak_gflops=50, bandwidth_gbs=10, cores=2)
+    assert costmodel.estimate(m, sched, k, Variant(mr=6, nr=16)) < costmodel.estimate(
+        m, sched, k, Variant(mr=1, nr=8)
+    )
