@@ -170,7 +170,10 @@ def search_kernels(
             machine = _machine(db, tc, flags, device, cores)
             ranked: dict[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]] = {}
             for h, (kernels, variants) in queued.items():
-                est = [costmodel.estimate(machine, sched, kernels[0], v) for v in variants]
+                est = [
+                    costmodel.estimate(machine, sched, kernels[0], v, (cg.mr, cg.nr))
+                    for v in variants
+                ]
                 keep = sorted(range(len(variants)), key=lambda i: est[i])[: options.top_k]
                 if 0 not in keep:
                     keep = [*keep[: options.top_k - 1], 0]

@@ -171,9 +171,10 @@ class TimingLibrary:
         results: dict[int, Timing] = {}
         alive: list[int] = []
         for v in order:
-            if nbytes:
+            if nbytes:  # in place: the destination is the input, restored
                 ctypes.memmove(restore_to, saved.ctypes.data, nbytes)
-            dest[...] = 0
+            else:  # a candidate that writes nothing must not pass on stale values
+                dest[...] = 0
             self._lib.lum_call(k, v, *self._args())
             ok, err = matches(dest, expected)
             if ok:
