@@ -21,11 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from luminal._version import __version__
 from luminal.compiler.artifact import write_artifact
-from luminal.compiler.backends.build import compile_for_backend
+from luminal.compiler.backends.build import compile_for_backend, model_record
 from luminal.compiler.backends.cpu import blas, codegen, toolchain
 from luminal.compiler.backends.target import Target, resolve
 from luminal.compiler.frontend.model import LoadedModel
@@ -145,7 +143,7 @@ def compile_model(
     tc = toolchain.find_toolchain()
     cg = codegen.options_for(features, options.openmp and tc.openmp, options.tile_m, options.tile_n)
     with clock("pack weights"):
-        weights = pack_weights(sched)
+        weights = sched.weights_blob()
     search_report = None
     with clock("search kernels"):
         if searching:
@@ -168,7 +166,7 @@ def compile_model(
                 check = "failed: wrote the unsearched compile instead"
                 graph = model.graph
                 sched = schedule(graph)
-                weights = pack_weights(sched)
+                weights = sched.weights_blob()
                 cg = dataclasses.replace(cg, variants={})
                 source = codegen.generate(sched, cg)
                 library = toolchain.build_shared_library(source, tc, flags)
@@ -186,16 +184,7 @@ def compile_model(
                 "flags": list(toolchain.BASE_FLAGS) + list(flags),
                 **blas.record(source),  # the OpenBLAS linked, when a kernel calls it
             },
-            "options": asdict(options),
-            "source": {"path": model.source, "format": model.format},
-            "inputs": [_spec(s) for s in graph.input_specs()],
-            "outputs": [_spec(s) for s in graph.output_specs()],
-            "memory": {
-                "arena_bytes": sched.arena_bytes,
-                "intermediate_bytes": sched.intermediate_bytes,
-                "weights_bytes": sched.weights_bytes,
-            },
-            "schedule": sched.to_json(),
+            **model_record(model, sched, options),
             "variants": {name: v.to_json() for name, v in cg.variants.items()},
         }
         write_artifact(
@@ -284,26 +273,6 @@ def _agrees(original: Graph, sched: Schedule, library: bytes, weights: bytes) ->
     want = reference.run(original, feeds)
     got = measure.run_model(sched, library, weights, feeds)
     return all(measure.matches(got[name], want[name])[0] for name in want)
-
-
-def default_tiles(features: tuple[str, ...]) -> tuple[int, int]:
-    """Register tile (rows, columns) of f32 accumulators for these CPU features
-    (`backends.cpu.gemm.default_tile`, where the measured figures are)."""
-    from luminal.compiler.backends.cpu import gemm
-
-    return gemm.default_tile(features)
-
-
-def pack_weights(sched: Schedule) -> bytes:
-    blob = bytearray(sched.weights_bytes)
-    for node, offset in sched.weights:
-        data = np.ascontiguousarray(sched.weight_array(node)).tobytes()
-        blob[offset : offset + len(data)] = data
-    return bytes(blob)
-
-
-def _spec(s) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    return {"name": s.name, "shape": list(s.shape), "dtype": s.dtype.value}
 
 
 class _Clock:

@@ -21,7 +21,7 @@ from luminal.compiler.artifact import MANIFEST, write_artifact
 from luminal.compiler.backends.target import Target
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.ir import spec
-from luminal.compiler.schedule import schedule
+from luminal.compiler.schedule import Schedule, schedule
 from luminal.errors import CompilerError, LuminalError, one_line
 
 if TYPE_CHECKING:
@@ -65,16 +65,7 @@ def compile_for_backend(
                 **record,
                 "device": target.device.to_json() if target.device else None,
             },
-            "options": asdict(options),
-            "source": {"path": model.source, "format": model.format},
-            "inputs": [_spec(s) for s in graph.input_specs()],
-            "outputs": [_spec(s) for s in graph.output_specs()],
-            "memory": {
-                "arena_bytes": sched.arena_bytes,
-                "intermediate_bytes": sched.intermediate_bytes,
-                "weights_bytes": sched.weights_bytes,
-            },
-            "schedule": sched.to_json(),
+            **model_record(model, sched, options),
             "notes": dict(built.notes),
         }
         write_artifact(output, manifest, dict(built.members))
@@ -107,6 +98,24 @@ def _target_record(name: str, kind: str, record: Any, members: Any) -> dict[str,
     if bad:
         raise CompilerError(f"target '{name}': its backend produced bad member names {bad}")
     return data
+
+
+def model_record(model: LoadedModel, sched: Schedule, options: CompileOptions) -> dict[str, Any]:
+    """The manifest fields every target shares: the options, the source model, the
+    compiled graph's inputs and outputs, the memory plan and the schedule's figures."""
+    graph = sched.graph
+    return {
+        "options": asdict(options),
+        "source": {"path": model.source, "format": model.format},
+        "inputs": [_spec(s) for s in graph.input_specs()],
+        "outputs": [_spec(s) for s in graph.output_specs()],
+        "memory": {
+            "arena_bytes": sched.arena_bytes,
+            "intermediate_bytes": sched.intermediate_bytes,
+            "weights_bytes": sched.weights_bytes,
+        },
+        "schedule": sched.to_json(),
+    }
 
 
 def _spec(s: Any) -> dict[str, object]:

@@ -91,3 +91,30 @@ def format_graph(graph: Graph, limit: int | None = None) -> str:
     outs = ", ".join(f"{n}=%{i}" for n, i in graph.outputs)
     lines.append(f"return {outs}")
     return "\n".join(lines)
+
+
+def check_feeds(specs: tuple[TensorSpec, ...], inputs: Mapping[str, Any]) -> list[np.ndarray]:
+    """The arrays for `specs`, in order, from a name -> array mapping; a missing, extra,
+    misshapen or mistyped input is a one-line `UsageError` naming it.  Every runner (the
+    interpreter, compiled sessions, other backends) takes its inputs through here."""
+    from luminal.errors import UsageError
+
+    extra = set(inputs) - {s.name for s in specs}
+    if extra:
+        raise UsageError(
+            f"unknown input(s) {sorted(extra)}; the model takes {[s.name for s in specs]}"
+        )
+    out = []
+    for s in specs:
+        if s.name not in inputs:
+            described = f"{'x'.join(map(str, s.shape)) or 'scalar'} {s.dtype.value}"
+            raise UsageError(f"missing input '{s.name}' ({described})")
+        a = np.asarray(inputs[s.name])
+        if a.shape != s.shape:
+            raise UsageError(f"input '{s.name}' has shape {a.shape}, the model wants {s.shape}")
+        if a.dtype != s.dtype.np:
+            raise UsageError(
+                f"input '{s.name}' has dtype {a.dtype}, the model wants {s.dtype.value}"
+            )
+        out.append(a)
+    return out

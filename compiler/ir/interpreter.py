@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from luminal.compiler.ir.dtypes import DType
-from luminal.compiler.ir.graph import Graph, Shape
+from luminal.compiler.ir.graph import Graph, Shape, check_feeds
 from luminal.compiler.ir.ops import Op
 from luminal.errors import UsageError
 
@@ -24,7 +24,8 @@ from luminal.errors import UsageError
 def run(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Evaluate `graph` on `inputs` (name -> array); returns name -> array."""
     values: list[np.ndarray | None] = [None] * len(graph.nodes)
-    feeds = _check_inputs(graph, inputs)
+    specs = graph.input_specs()
+    feeds = dict(zip((s.name for s in specs), check_feeds(specs, inputs), strict=True))
     uses = graph.use_counts()
     fused = _fused_contractions(graph, uses)
     remaining = list(uses)
@@ -53,33 +54,6 @@ def eval_op(op: Op, arg: Any, shape: Shape, dtype: DType, srcs: Sequence[np.ndar
     if out.shape != shape:
         raise AssertionError(f"{op.value} produced shape {out.shape}, declared {shape}")
     return out if out.dtype == dtype.np else out.astype(dtype.np)
-
-
-def _check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    feeds = {}
-    for spec in graph.input_specs():
-        if spec.name not in inputs:
-            raise UsageError(f"missing input '{spec.name}' ({_describe(spec.shape, spec.dtype)})")
-        array = np.asarray(inputs[spec.name])
-        if tuple(array.shape) != spec.shape:
-            raise UsageError(
-                f"input '{spec.name}' has shape {tuple(array.shape)}, the model wants {spec.shape}"
-            )
-        if array.dtype != spec.dtype.np:
-            raise UsageError(
-                f"input '{spec.name}' has dtype {array.dtype}, the model wants {spec.dtype.value}"
-            )
-        feeds[spec.name] = array
-    extra = set(inputs) - {spec.name for spec in graph.input_specs()}
-    if extra:
-        raise UsageError(
-            f"unknown input(s) {sorted(extra)}; the model takes {[n for n, _ in graph.inputs]}"
-        )
-    return feeds
-
-
-def _describe(shape: Shape, dtype: DType) -> str:
-    return f"{'x'.join(map(str, shape)) or 'scalar'} {dtype.value}"
 
 
 def _release(values: list[np.ndarray | None], remaining: list[int], srcs: Sequence[int]) -> None:

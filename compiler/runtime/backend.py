@@ -33,9 +33,9 @@ class BackendSession:
         self.outputs = tuple(_spec(s) for s in manifest["outputs"])
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from luminal.compiler.runtime.session import _check_inputs
+        from luminal.compiler.runtime.session import check_inputs
 
-        feeds = _check_inputs(self.inputs, inputs)
+        feeds = check_inputs(self.inputs, inputs)
         named = {s.name: a for s, a in zip(self.inputs, feeds, strict=True)}
         try:
             return dict(self.executable.run(named))

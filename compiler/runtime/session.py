@@ -22,6 +22,7 @@ import numpy as np
 from luminal.compiler.artifact import Artifact, read_artifact
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, TensorSpec
+from luminal.compiler.ir.graph import check_feeds
 from luminal.compiler.runtime.backend import BackendSession, open_with_backend
 from luminal.errors import ArtifactIncompatible, UsageError
 
@@ -55,7 +56,7 @@ class Session:
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         feeds = self._fast_inputs(inputs)
         if feeds is None:
-            feeds = _check_inputs(self.inputs, inputs)
+            feeds = check_inputs(self.inputs, inputs)
         outs = [np.empty(shape, dtype) for shape, dtype in self._made]
         in_ptrs = self._in_array(*[a.ctypes.data for a in feeds])
         out_ptrs = self._out_array(*[a.ctypes.data for a in outs])
@@ -158,30 +159,14 @@ def _spec(data: Mapping[str, Any]) -> TensorSpec:
     return TensorSpec(data["name"], tuple(data["shape"]), DType(data["dtype"]))
 
 
-def _check_inputs(
+def check_inputs(
     specs: tuple[TensorSpec, ...], inputs: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    names = {s.name for s in specs}
-    extra = set(inputs) - names
-    if extra:
-        raise UsageError(
-            f"unknown input(s) {sorted(extra)}; the model takes {[s.name for s in specs]}"
-        )
-    out = []
-    for s in specs:
-        if s.name not in inputs:
-            raise UsageError(
-                f"missing input '{s.name}' ({'x'.join(map(str, s.shape))} {s.dtype.value})"
-            )
-        a = np.asarray(inputs[s.name])
-        if a.shape != s.shape:
-            raise UsageError(f"input '{s.name}' has shape {a.shape}, the model wants {s.shape}")
-        if a.dtype != s.dtype.np:
-            raise UsageError(
-                f"input '{s.name}' has dtype {a.dtype}, the model wants {s.dtype.value}"
-            )
-        out.append(np.ascontiguousarray(a) if a.ndim else a.reshape(()).copy())
-    return out
+    """`check_feeds`, then C-contiguous copies where needed (a scalar gets its own)."""
+    return [
+        np.ascontiguousarray(a) if a.ndim else a.reshape(()).copy()
+        for a in check_feeds(specs, inputs)
+    ]
 
 
 def _aligned(nbytes: int) -> np.ndarray:

@@ -63,6 +63,15 @@ class Schedule:
     def weight_array(self, i: int) -> np.ndarray:
         return self.packed[i] if i < 0 else self.graph.consts[self.graph.nodes[i].arg]
 
+    def weights_blob(self) -> bytes:
+        """Every constant a kernel reads, at its offset in the weights blob (64-byte
+        aligned): what every backend stores as `weights.bin`."""
+        blob = bytearray(self.weights_bytes)
+        for node, offset in self.weights:
+            data = np.ascontiguousarray(self.weight_array(node)).tobytes()
+            blob[offset : offset + len(data)] = data
+        return bytes(blob)
+
     def to_json(self) -> dict[str, object]:
         kinds: dict[str, int] = {}
         for k in self.kernels:

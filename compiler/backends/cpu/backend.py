@@ -51,7 +51,6 @@ class CpuBackend:
 
     def compile(self, sched: Schedule, options: CompileOptions, device: Device | None) -> Built:
         from luminal.compiler.backends.cpu import toolchain
-        from luminal.compiler.pipeline import pack_weights
 
         cpu = detect_cpu()
         flags, features = toolchain.feature_flags(cpu)
@@ -68,7 +67,7 @@ class CpuBackend:
         }
         return Built(
             target,
-            {"model.so": library, "weights.bin": pack_weights(sched), "model.c": source.encode()},
+            {"model.so": library, "weights.bin": sched.weights_blob(), "model.c": source.encode()},
         )
 
     def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> Executable:

@@ -48,7 +48,7 @@ class NativeLibrary:
             lib = ctypes.CDLL(str(path))
         lib.lum_run.argtypes = [ctypes.c_void_p] * 4
         lib.lum_run.restype = ctypes.c_int
-        blob = pack_weights(sched)
+        blob = sched.weights_blob()
         weights = aligned(len(blob))
         weights[:] = np.frombuffer(blob, np.uint8)
         return NativeLibrary(sched, lib, weights, aligned(sched.arena_bytes), source)
@@ -75,15 +75,6 @@ class NativeLibrary:
         timers = (ctypes.c_double * n).in_dll(self.lib, "lum_kernel_seconds")
         for k in range(n):
             timers[k] = 0.0
-
-
-def pack_weights(sched: Schedule) -> bytes:
-    """Every constant a kernel reads, at its offset in the weights blob."""
-    blob = bytearray(sched.weights_bytes)
-    for node, offset in sched.weights:
-        data = np.ascontiguousarray(sched.weight_array(node)).tobytes()
-        blob[offset : offset + len(data)] = data
-    return bytes(blob)
 
 
 def aligned(nbytes: int) -> np.ndarray:

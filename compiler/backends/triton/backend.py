@@ -114,7 +114,7 @@ class TritonBackend:
         fallbacks = [n for c in codes for n in c.notes]
         if fallbacks:
             notes["variants"] = fallbacks
-        members = {"model.py": text.encode(), "weights.bin": pack_weights(sched)}
+        members = {"model.py": text.encode(), "weights.bin": sched.weights_blob()}
         return Built(target, members, notes)
 
     def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> TritonExecutable:
@@ -136,15 +136,6 @@ class TritonBackend:
 
     def time(self, exe: Any, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
         return exe.time(feeds, repeats)
-
-
-def pack_weights(sched: Schedule) -> bytes:
-    """Every constant a kernel reads at its schedule offset (64-byte aligned)."""
-    blob = bytearray(sched.weights_bytes)
-    for node, offset in sched.weights:
-        data = np.ascontiguousarray(sched.weight_array(node)).tobytes()
-        blob[offset : offset + len(data)] = data
-    return bytes(blob)
 
 
 def _triton_version() -> str | None:

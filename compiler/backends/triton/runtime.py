@@ -28,6 +28,7 @@ import numpy as np
 from luminal.compiler.backends.triton.launch import interpreter_launch
 from luminal.compiler.backends.triton.texpr import TORCH_TYPES
 from luminal.compiler.ir import DType, TensorSpec
+from luminal.compiler.ir.graph import check_feeds
 from luminal.errors import ArtifactIncompatible, UsageError, one_line
 
 VENDOR = {"cuda": "NVIDIA", "rocm": "AMD"}
@@ -164,7 +165,7 @@ class TritonExecutable:
             torch.cuda.synchronize(self.device)
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        arrays = _check(self.inputs, feeds)
+        arrays = check_feeds(self.inputs, feeds)
         with self.lock:
             self._stage(arrays)
             self._execute()
@@ -183,7 +184,7 @@ class TritonExecutable:
     def time(self, feeds: Mapping[str, np.ndarray], repeats: int, warmup: int = 1) -> list[float]:
         """Seconds per run of the model itself, inputs staged once: CUDA events around
         each replay on a GPU, the wall clock in the interpreter."""
-        arrays = _check(self.inputs, feeds)
+        arrays = check_feeds(self.inputs, feeds)
         with self.lock:
             self._stage(arrays)
             for _ in range(warmup):
@@ -237,27 +238,3 @@ def _numpy(t: Any, s: TensorSpec) -> np.ndarray:
     if s.dtype is DType.BF16:
         return host.view(torch.uint16).numpy().view(DType.BF16.np).reshape(s.shape).copy()
     return host.numpy().reshape(s.shape).copy()
-
-
-def _check(specs: tuple[TensorSpec, ...], feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    names = {s.name for s in specs}
-    extra = set(feeds) - names
-    if extra:
-        raise UsageError(
-            f"unknown input(s) {sorted(extra)}; the model takes {[s.name for s in specs]}"
-        )
-    out = []
-    for s in specs:
-        if s.name not in feeds:
-            raise UsageError(
-                f"missing input '{s.name}' ({'x'.join(map(str, s.shape)) or 'scalar'} {s.dtype.value})"
-            )
-        a = np.asarray(feeds[s.name])
-        if a.shape != s.shape:
-            raise UsageError(f"input '{s.name}' has shape {a.shape}, the model wants {s.shape}")
-        if a.dtype != s.dtype.np:
-            raise UsageError(
-                f"input '{s.name}' has dtype {a.dtype}, the model wants {s.dtype.value}"
-            )
-        out.append(a)
-    return out

@@ -11,7 +11,6 @@ from luminal.compiler.frontend.compose.contraction import matmul
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.builder import GraphBuilder
-from luminal.compiler.pipeline import pack_weights
 from luminal.compiler.schedule import schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.search import costmodel, measure
@@ -26,7 +25,7 @@ def _build(sched, candidates):  # type: ignore[no-untyped-def]
     tc = toolchain.find_toolchain()
     cg = codegen.CodegenOptions(mr=4, nr=8, fma="fma" in features, openmp=tc.openmp)
     feeds = measure.random_feeds(sched.graph)
-    return measure.build(sched, cg, candidates, tc, flags, pack_weights(sched), feeds)
+    return measure.build(sched, cg, candidates, tc, flags, sched.weights_blob(), feeds)
 
 
 def test_every_candidate_is_checked_then_timed() -> None:
