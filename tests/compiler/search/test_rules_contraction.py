@@ -8,30 +8,16 @@ import numpy as np
 
 from luminal.compiler.frontend.compose import contraction as cc
 from luminal.compiler.frontend.compose import math as m
-from luminal.compiler.ir import interpreter
 from luminal.compiler.ir.builder import GraphBuilder
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import Graph
 from luminal.compiler.ir.ops import Op
 from luminal.compiler.schedule import schedule
 from luminal.compiler.search.rules import contraction
-from luminal.compiler.search.saturate import SaturationReport, rewrite
+from luminal.compiler.search.saturate import rewrite
+from tests.compiler.search.rule_checks import assert_same, fired
 
 RNG = np.random.default_rng(0)
-
-
-def assert_same(before: Graph, after: Graph, rtol: float = 1e-5) -> None:
-    rng = np.random.default_rng(1)
-    feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype.np) for s in before.input_specs()}
-    want, got = interpreter.run(before, feeds), interpreter.run(after, feeds)
-    for name, value in want.items():
-        scale = max(1.0, float(np.max(np.abs(value))))
-        np.testing.assert_allclose(got[name], value, rtol=rtol, atol=rtol * scale)
-
-
-def fired(report: SaturationReport, name: str) -> bool:
-    assert report.fallback is None, report.fallback
-    return any(r.name == name and r.matches > 0 for r in report.rules)
 
 
 def kinds(graph: Graph) -> list[str]:
