@@ -52,8 +52,11 @@ STEPS = (
 #: `luminal compile`'s default search budget: a suite model compiles cold in under 3
 #: minutes on 2 cores with it (measured figures in docs/search.md).
 DEFAULT_BUDGET_SECONDS = 90.0
-#: The share of the budget the e-graph may take (at most REWRITE_MAX_SECONDS).
+#: The e-graph's time: this share of the budget, between REWRITE_MIN_SECONDS (so that
+#: `--budget 0`, tuning-database hits only, still rewrites the graph those hits were
+#: measured on) and REWRITE_MAX_SECONDS.
 REWRITE_SHARE = 0.15
+REWRITE_MIN_SECONDS = 5.0
 REWRITE_MAX_SECONDS = 15.0
 
 
@@ -63,8 +66,8 @@ class CompileOptions:
     tile_m: int | None = None  # contraction register tile; None picks by vector width
     tile_n: int | None = None
     openmp: bool = True
-    # Search: None = no search (default variants, no tuning database); 0 = tuning-database
-    # hits only; > 0 = rewrite and measure for up to this many seconds.
+    # Search: None = no search (default variants, no tuning database); 0 = rewrite and take
+    # tuning-database hits, measure nothing; > 0 = rewrite and measure for up to this long.
     budget_seconds: float | None = None
     top_k: int = 4  # candidates per kernel that get timed
     tuning_db: str | None = None  # path; None: $LUMINAL_TUNING_DB or $LUMINAL_HOME/tuning.db
@@ -134,7 +137,7 @@ def compile_model(
         spec.check(graph)
     rewrite_report = None
     with clock("rewrite"):
-        if searching and options.rewrite and budget > 0:
+        if searching and options.rewrite:
             graph, rewrite_report = _rewrite(graph, budget)
     with clock("schedule"):
         sched = schedule(graph)
@@ -217,7 +220,7 @@ def compile_model(
 def _rewrite(graph: Graph, budget: float) -> tuple[Graph, Any]:
     from luminal.compiler.search.saturate import SaturationBudget, rewrite
 
-    seconds = min(REWRITE_MAX_SECONDS, REWRITE_SHARE * budget)
+    seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))
     return rewrite(graph, dataclasses.replace(SaturationBudget(), seconds=seconds))
 
 

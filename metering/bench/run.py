@@ -252,14 +252,16 @@ def _compile(
     progress: Progress | None,
 ) -> None:
     from luminal.compiler.frontend import load_model
-    from luminal.compiler.pipeline import compile_model
+    from luminal.compiler.pipeline import CompileOptions, compile_model
 
     if authorize_compile:
         authorize_compile()
     if progress:
         progress(f"compile {out.name}", 0.0)
     out.parent.mkdir(parents=True, exist_ok=True)
-    compile_model(load_model(model, dims), out)
+    # As `luminal compile --budget 0`: the rewrites, and the kernels the tuning database
+    # has measured on this machine; measuring itself is `luminal compile`'s job.
+    compile_model(load_model(model, dims), out, CompileOptions(budget_seconds=0.0))
     if progress:
         progress(f"compile {out.name}", 1.0)
 

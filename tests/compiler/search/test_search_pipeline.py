@@ -48,9 +48,10 @@ def test_search_measures_then_the_second_compile_hits_the_cache(tmp_path: Path) 
     _check(graph, warm.path)
 
 
-def test_budget_zero_only_reads_the_database(tmp_path: Path) -> None:
+def test_budget_zero_rewrites_and_only_reads_the_database(tmp_path: Path) -> None:
     graph, r = _compile(tmp_path, 0.0)
     assert r.search is not None and r.search["measured"] == 0
+    assert r.rewrite is not None
     _check(graph, r.path)
 
 
