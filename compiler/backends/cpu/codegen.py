@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads
+from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads, winograd
 from luminal.compiler.ir import DType, Node, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
@@ -393,6 +393,9 @@ class _KernelWriter:
     def _contraction(self, out: list[str]) -> None:
         if self.v.impl == "blas":
             blas.write(self, out)
+            return
+        if self.v.impl == "winograd":
+            winograd.write(self, out, simd.ISAS[self.o.simd])
             return
         isa = simd.ISAS[self.o.simd]
         if gemm.supported(self.s, self.k, isa):

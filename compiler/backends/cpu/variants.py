@@ -72,7 +72,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     OpenBLAS when the operands are strided matrices (`blas.legal`), and the other
     parallel setting when the work is near the threshold.  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
-    from luminal.compiler.backends.cpu import blas, gemm, simd
+    from luminal.compiler.backends.cpu import blas, gemm, simd, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
@@ -94,6 +94,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 out.append(Variant(kc=256))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
+        if isa.name and winograd.legal(sched, kernel):
+            out.append(Variant(impl="winograd"))
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
     return tuple(dict.fromkeys(out))[:8]

@@ -1,0 +1,142 @@
+"""The Winograd F(2x2, 3x3) convolution variant, compiled and run natively, against the
+reference interpreter: odd and even outputs, channels not multiples of a vector, bias,
+residual add and ReLU epilogues, threads on and off; and `legal` only for 3x3 stride-1
+convolutions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luminal.compiler.backends.cpu import codegen, simd, toolchain, winograd
+from luminal.compiler.backends.cpu.native import NativeLibrary
+from luminal.compiler.backends.cpu.variants import candidates
+from luminal.compiler.frontend.compose import contraction as C
+from luminal.compiler.frontend.compose import math as m
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.ir import DType, Graph, GraphBuilder, Op
+from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.schedule import Schedule, schedule
+from luminal.compiler.schedule.variant import Variant
+
+FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
+ISA = simd.isa_for(FEATURES)
+
+
+def _conv_graph(
+    cin: int,
+    cout: int,
+    h: int,
+    w: int,
+    *,
+    k: int = 3,
+    stride: int = 1,
+    dilation: int = 1,
+    residual: bool = True,
+) -> Graph:
+    rng = np.random.default_rng(cin * 1000 + h)
+    b = GraphBuilder()
+    img = b.input("img", (1, cin, h, w), DType.F32)
+    wt = b.const((rng.standard_normal((cout, cin, k, k)) * 0.2).astype(np.float32))
+    bias = b.const((rng.standard_normal(cout) * 0.2).astype(np.float32))
+    pad = dilation * (k // 2)
+    y = C.conv(b, img, wt, bias, (stride, stride), ((pad, pad), (pad, pad)), (dilation, dilation))
+    if residual:
+        oh, ow = (
+            (h + 2 * pad - dilation * (k - 1) - 1) // stride + 1,
+            (w + 2 * pad - dilation * (k - 1) - 1) // stride + 1,
+        )
+        res = b.input("res", (1, cout, oh, ow), DType.F32)
+        y = b.binary(Op.ADD, y, res)
+    return b.build({"o": m.relu(b, y)})
+
+
+def _feeds(g: Graph) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+
+
+def _convs(sched: Schedule) -> list[str]:
+    return [k.name for k in sched.kernels if k.kind == "contraction"]
+
+
+@pytest.mark.skipif(not ISA.name, reason="no vector ISA")
+@pytest.mark.parametrize(
+    "cin,cout,h,w",
+    [(5, 13, 7, 7), (3, 20, 8, 8), (17, 33, 9, 6), (2, 19, 5, 11), (24, 40, 14, 14)],
+    ids=lambda v: str(v),
+)
+@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+def test_winograd_matches_reference(cin: int, cout: int, h: int, w: int, parallel: bool) -> None:
+    g = _conv_graph(cin, cout, h, w)
+    sched = schedule(g)
+    names = _convs(sched)
+    assert len(names) == 1 and winograd.legal(
+        sched, sched.kernels[[k.name for k in sched.kernels].index(names[0])]
+    )
+    variants = {names[0]: Variant(impl="winograd", parallel=parallel)}
+    options = codegen.options_for(FEATURES, True, variants=variants)
+    assert "_wmk" in codegen.generate(sched, options)
+    feeds = _feeds(g)
+    want = reference.run(g, feeds)
+    lib = NativeLibrary.build(sched, options, FLAGS)
+    for _ in range(2):  # the second call reuses the transformed weights
+        got = lib.run(feeds)
+        np.testing.assert_allclose(got["o"], want["o"], rtol=1e-3, atol=1e-4)
+
+
+def test_portable_winograd() -> None:
+    g = _conv_graph(6, 10, 9, 9, residual=False)
+    sched = schedule(g)
+    variants = {n: Variant(impl="winograd") for n in _convs(sched)}
+    options = codegen.options_for(FEATURES, True, simd="", mr=4, nr=16, variants=variants)
+    feeds = _feeds(g)
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"stride": 2}, {"k": 1}, {"k": 7}, {"dilation": 2}],
+    ids=["stride2", "1x1", "7x7", "dilated"],
+)
+def test_not_legal_for_other_convolutions(kw: dict[str, int]) -> None:
+    sched = schedule(_conv_graph(8, 16, 14, 14, residual=False, **kw))
+    kernels = [k for k in sched.kernels if k.kind == "contraction"]
+    assert kernels and not any(winograd.legal(sched, k) for k in kernels)
+    assert all(Variant(impl="winograd") not in candidates(sched, k, FEATURES) for k in kernels)
+
+
+def test_not_legal_for_matmul() -> None:
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (9, 3, 3), DType.F32)
+    y = C.matmul(b, b.reshape(x, (27, 3)), b.const(rng.standard_normal((3, 3)).astype(np.float32)))
+    sched = schedule(b.build({"o": y}))
+    kernels = [k for k in sched.kernels if k.kind == "contraction"]
+    assert kernels and not any(winograd.legal(sched, k) for k in kernels)
+
+
+@pytest.mark.skipif(not ISA.name, reason="no vector ISA")
+def test_offered_for_3x3() -> None:
+    sched = schedule(_conv_graph(8, 16, 14, 14))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    cands = candidates(sched, k, FEATURES)
+    assert Variant(impl="winograd") in cands and len(cands) <= 8
+
+
+@pytest.mark.skipif("avx2" not in FEATURES or "fma" not in FEATURES, reason="no AVX2 + FMA")
+def test_avx2_winograd() -> None:
+    g = _conv_graph(17, 33, 9, 6)
+    sched = schedule(g)
+    variants = {n: Variant(impl="winograd") for n in _convs(sched)}
+    options = codegen.options_for(FEATURES, True, simd="avx2", variants=variants)
+    feeds = _feeds(g)
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-3, atol=1e-4)
+
+
+def test_not_legal_when_buffers_would_be_too_large() -> None:
+    sched = schedule(_conv_graph(800, 200, 2, 180, residual=False))
+    kernels = [k for k in sched.kernels if k.kind == "contraction"]
+    assert kernels and not any(winograd.legal(sched, k) for k in kernels)
