@@ -1,7 +1,10 @@
 """Compiling for a backend other than the CPU: the pipeline's steps with the backend's
 `compile` in the middle, written into the same artifact format.
 
-    verify IR -> schedule -> generate code (backend.compile) -> write artifact
+    verify IR -> rewrite -> schedule -> generate code (backend.compile) -> write artifact
+
+`rewrite` (the e-graph, backend-neutral) runs when a search budget is given, as on the
+CPU; kernel variants are not measured here (that needs the device).
 
 The manifest is the CPU one's (sources, inputs, outputs, memory plan, schedule) with the
 backend's own target record, which names the backend so `luminal.load` can find it again,
@@ -27,7 +30,7 @@ from luminal.errors import CompilerError, LuminalError, one_line
 if TYPE_CHECKING:
     from luminal.compiler.pipeline import CompileOptions, CompileResult
 
-STEPS = ("verify IR", "schedule", "generate code", "write artifact")
+STEPS = ("verify IR", "rewrite", "schedule", "generate code", "write artifact")
 
 
 def compile_for_backend(
@@ -37,7 +40,7 @@ def compile_for_backend(
     target: Target,
     on_step: Callable[[str], None] | None = None,
 ) -> CompileResult:
-    from luminal.compiler.pipeline import CompileResult, _Clock
+    from luminal.compiler.pipeline import CompileResult, _Clock, _rewrite
 
     backend = target.backend
     seconds: dict[str, float] = {}
@@ -45,6 +48,10 @@ def compile_for_backend(
     graph = model.graph
     with clock("verify IR"):
         spec.check(graph)
+    rewrite_report = None
+    with clock("rewrite"):
+        if options.budget_seconds is not None and options.rewrite:
+            graph, rewrite_report = _rewrite(graph, options.budget_seconds)
     with clock("schedule"):
         sched = schedule(graph)
     with clock("generate code"):
@@ -81,6 +88,7 @@ def compile_for_backend(
         toolchain=str(record.get("toolchain") or f"{backend.name} backend"),
         cpu_features=(),
         seconds=seconds,
+        rewrite=None if rewrite_report is None else rewrite_report.to_json(),
         target=backend.name,
         device=target.device.name if target.device else None,
     )

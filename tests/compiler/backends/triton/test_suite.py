@@ -56,6 +56,21 @@ def test_suite_model_matches_the_reference(name: str, kind: str, suite_case) -> 
     assert_matches(got, want)
 
 
+@pytest.mark.parametrize("name", ["encoder", "gpt"])
+def test_the_rewritten_suite_model_matches_too(name: str, suite_case) -> None:  # type: ignore[no-untyped-def]
+    """`--budget` rewrites the graph before any backend sees it (fused Q/K/V, softmax
+    normalised after P@V): the Triton program of the rewritten graph still matches the
+    reference on the model as loaded."""
+    from luminal.compiler.search.saturate import rewrite
+
+    graph, feeds, want = suite_case(name)
+    rewritten, report = rewrite(graph)
+    assert report.fallback is None and report.nodes_after < report.nodes_before
+    be = BACKENDS["cuda"]
+    built = be.compile(schedule(rewritten), None, None)
+    assert_matches(be.load({"target": built.target}, built.members).run(feeds), want)
+
+
 @pytest.mark.slow
 def test_suite_kernels_compile_for_gpus_not_here(suite_case, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Every kernel of every suite model through Triton's real compiler, for sm_90 and
