@@ -67,6 +67,9 @@ def efficiency(
         # F(2x2, 3x3): 16 of the direct convolution's 36 multiply-adds; with its
         # transforms measured 1.25-1.5x the generated code on cnn's 3x3 layers.
         return 0.9 * 1.3
+    if variant.impl == "winograd4":
+        # F(4x4, 3x3): 36 multiply-adds per 16 outputs (2.25 per output, F(2x2): 4).
+        return 0.9 * 1.4
     if variant.impl != "generated":
         return 0.7  # another algorithm: measured, not modelled
     from luminal.compiler.backends.cpu.gemm_layout import GemmShape

@@ -94,8 +94,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 out.append(Variant(kc=256))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
-        if isa.name and winograd.legal(sched, kernel):
-            out.append(Variant(impl="winograd"))
+        if isa.name:
+            out += [Variant(impl=i) for i in winograd.TILE if winograd.legal(sched, kernel, i)]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
     return tuple(dict.fromkeys(out))[:8]

@@ -1,18 +1,20 @@
-"""Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions over an already-padded input.
+"""Winograd F(m x m, 3x3) for 3x3 stride-1 convolutions over an already-padded input:
+impl "winograd" (m=2, a=4) and "winograd4" (m=4, a=6), one generator, the transform
+matrices per m as data (`_MATRICES`), unrolled without their zero terms.
 
     U[xi][c][n] = (G g[n][c] G^T)[xi]        once, at the first call (heap buffer)
-    for each work item (R whole rows of 2x2 output tiles, TB tiles)      [thread pool]
-        V[xi][c][tb] = (B^T d B)[xi]          d: the tile's 4x4 input patch; per input
-                                              row pair, columns combined first (vectors)
-        M[xi][tb][n] = sum_c V[xi][c][tb] U[xi][c][n]    16 GEMMs, SIMD micro-kernel
+    for each work item (R whole rows of mxm output tiles, TB tiles)      [thread pool]
+        V[xi][c][tb] = (B^T d B)[xi]          d: the tile's axa input patch; per tile
+                                              row, rows combined first (vectors)
+        M[xi][tb][n] = sum_c V[xi][c][tb] U[xi][c][n]    a*a GEMMs, SIMD micro-kernel
         Y[.][tb][n]  = A^T M[.][tb][n] A      vectors along n
         out          = epilogue(Y)            in output order (bias, residual, ReLU)
 
-16 multiply-adds per tile and channel pair where the direct convolution does 36, plus
-the transforms.  The weight transform runs once per library and weights blob (keyed on
+a*a multiply-adds per tile and channel pair where the direct convolution does 9*m*m
+(m=2: 16 vs 36; m=4: 36 vs 144), plus the transforms.  The weight transform runs once per library and weights blob (keyed on
 the weights' address; a new address makes a new buffer and leaks the old one, which a
 concurrent caller may still read), so the pipeline's weights blob does not change; it
-costs 16/9 of the 3x3 weights in heap memory.  A tile past an odd output's edge reads
+costs a*a/9 of the 3x3 weights in heap memory.  A tile past the output's edge reads
 zeros beyond the padded input and stores only its valid outputs.
 
 `legal` recognizes the pattern from the contraction's loops and offsets alone: output
@@ -21,6 +23,9 @@ each equal that of one reduced loop of size 3 (the window), and at most one more
 loop (the input channel).  Anything else (a batch, a stride, a dilation, a 1x1 or 7x7
 window, a plan that swapped the operands) is not offered.  Measured on cnn (2 threads):
 1.25-1.5x the generated code on every 3x3 stride-1 layer (56x56x64 to 7x7x512).
+F(4x4) (work items of about 32 tiles, its buffers being 36/16 larger per tile) is
+offered only where its transformed weights fit `MAX_WEIGHTS4`: 12-20% faster than F(2x2)
+on cnn's 56x56x64 and 28x28x128 layers; slower and past the f32 tolerance beyond.
 """
 
 from __future__ import annotations
@@ -40,6 +45,54 @@ if TYPE_CHECKING:
 #: Largest thread-local transform buffer (bytes) a convolution may need to be offered.
 MAX_BUFFER = 4 << 20
 
+#: Output tile side m of each Winograd variant, F(m x m, 3x3).
+TILE = {"winograd": 2, "winograd4": 4}
+
+#: Largest transformed weights (bytes) F(4x4) is offered for: beyond, few tiles share
+#: each weight (a weight-bandwidth-bound GEMM: 7x7x512 1.6x slower than F(2x2)) and the
+#: f32 error of its larger transforms grows with the channels (14x14x256: 5e-4 absolute).
+MAX_WEIGHTS4 = 4 << 20
+
+#: About how many tiles a work item takes, per m (its buffers grow as (m+2)^2 per tile).
+BLOCK = {2: 64, 4: 32}
+
+_F = tuple[tuple[float, ...], ...]
+
+#: (A^T, G, B^T) per tile side m: y = A^T [(G g G^T) * (B^T d B)] A.  m=2: points 0, +-1,
+#: inf; m=4: 0, +-1, +-1/2, inf (well conditioned in f32; B^T rows scaled to small
+#: integers, G rows by the inverse).
+_MATRICES: dict[int, tuple[_F, _F, _F]] = {
+    2: (
+        ((1, 1, 1, 0), (0, 1, -1, -1)),
+        ((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1)),
+        ((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)),
+    ),
+    4: (
+        (
+            (1, 1, 1, 1, 1, 0),
+            (0, 1, -1, 0.5, -0.5, 0),
+            (0, 1, 1, 0.25, 0.25, 0),
+            (0, 1, -1, 0.125, -0.125, 1),
+        ),
+        (
+            (1, 0, 0),
+            (1 / 6, 1 / 6, 1 / 6),
+            (1 / 6, -1 / 6, 1 / 6),
+            (-4 / 3, -2 / 3, -1 / 3),
+            (-4 / 3, 2 / 3, -1 / 3),
+            (0, 0, 0.25),
+        ),
+        (
+            (1, 0, -5, 0, 4, 0),
+            (0, -1, -1, 4, 4, 0),
+            (0, 1, -1, -4, 4, 0),
+            (0, -1, -2, 1, 2, 0),
+            (0, 1, -2, -1, 2, 0),
+            (0, 1, 0, -5, 0, 4),
+        ),
+    ),
+}
+
 
 @dataclass(frozen=True)
 class Conv3x3:
@@ -51,8 +104,9 @@ class Conv3x3:
     c: Var | None  # input channel (None: one channel)
 
 
-def match(sched: Schedule, kernel: Kernel) -> Conv3x3 | None:
-    """The convolution's loops when `kernel` is a Winograd-able 3x3 convolution."""
+def match(sched: Schedule, kernel: Kernel, m: int = 2) -> Conv3x3 | None:
+    """The convolution's loops when `kernel` is a Winograd-able 3x3 convolution for
+    F(m x m, 3x3)."""
     p = kernel.contraction
     if kernel.kind != "contraction" or p is None:
         return None
@@ -97,22 +151,25 @@ def match(sched: Schedule, kernel: Kernel) -> Conv3x3 | None:
     oh, ow = sorted(outs, key=lambda v: -abs(x.coeff(v)))
     # thread-local buffers (input and product transforms) of at most ~4 MiB each
     cin = c.size if c is not None else 1
-    th, tw = -(-oh.size // 2), -(-ow.size // 2)
-    tiles = max(-(-(_rows_per_block(th, tw, r) * tw) // r) * r for r in (4, 6, 8))
-    if 16 * max(cin, n.size + 32) * tiles * 4 > MAX_BUFFER:
+    th, tw = -(-oh.size // m), -(-ow.size // m)
+    tiles = max(-(-(_rows_per_block(th, tw, r, BLOCK[m]) * tw) // r) * r for r in (4, 6, 8))
+    if (m + 2) ** 2 * max(cin, n.size + 32) * tiles * 4 > MAX_BUFFER:
+        return None
+    if m > 2 and (m + 2) ** 2 * cin * n.size * 4 > MAX_WEIGHTS4:
         return None
     kh = pairs[outs.index(oh)]
     kw = pairs[outs.index(ow)]
     return Conv3x3(n, oh, ow, kh, kw, c)
 
 
-def legal(sched: Schedule, kernel: Kernel) -> bool:
+def legal(sched: Schedule, kernel: Kernel, impl: str = "winograd") -> bool:
     """An f32 3x3 stride-1 dilation-1 convolution over a padded input (see `match`)."""
-    return match(sched, kernel) is not None
+    return match(sched, kernel, TILE[impl]) is not None
 
 
 def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
-    conv = match(w.s, w.k)
+    m = TILE[w.v.impl]
+    conv = match(w.s, w.k, m)
     assert conv is not None, "winograd variant on a kernel it does not fit"
     p = w.k.contraction
     assert p is not None
@@ -122,14 +179,17 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     n, oh, ow, kh, kw, c = conv.n, conv.oh, conv.ow, conv.kh, conv.kw, conv.c
     K, OH, OW = n.size, oh.size, ow.size
     C = c.size if c is not None else 1
-    TH, TW = -(-OH // 2), -(-OW // 2)
+    AT, G, BT = _MATRICES[m]
+    a = m + 2  # transformed tile side
+    aa = a * a
+    TH, TW = -(-OH // m), -(-OW // m)
     vw = max(isa.width, 1)
     if isa.name:
         mrw = 8 if vw == 16 else 6
         nrw = 2 * vw
     else:
         mrw, nrw = 4, 8
-    R = _rows_per_block(TH, TW, mrw)
+    R = _rows_per_block(TH, TW, mrw, BLOCK[m])
     TB = -(-(R * TW) // mrw) * mrw
     NB = -(-K // nrw)
     KP = NB * nrw
@@ -139,8 +199,13 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     yc = y.coeff(c) if c is not None else 0
     yh, yw, yn = y.coeff(kh), y.coeff(kw), y.coeff(n)
     name = w.name
-    mk = _micro(w, isa, mrw, nrw, TB, KP)
-    # ---- weight transform, once --------------------------------------------------------
+    mk = _micro(w, isa, mrw, nrw, TB, KP, C)
+    # ---- weight transform, once: u = G g G^T ---------------------------------------------
+    rows_t = "\n".join(
+        f"                    t[{i}][j] = {_comb(G[i], [f'r[{k}][j]' for k in range(3)])};"
+        for i in range(a)
+    )
+    q_init = ", ".join(_comb(G[j], [f"t[i][{k}]" for k in range(3)]) for j in range(a))
     w.helpers.append(
         f"static float *_Atomic {name}_u;\n"
         f"static const void *_Atomic {name}_src;\n"
@@ -152,25 +217,21 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
         f"    u = atomic_load(&{name}_u);\n"
         f"    if (!u || atomic_load(&{name}_src) != (const void *)g) {{\n"
         f"        float *nu = 0;\n"
-        f"        if (posix_memalign((void **)&nu, 64, sizeof(float) * {16 * C * KP})) nu = 0;\n"
+        f"        if (posix_memalign((void **)&nu, 64, sizeof(float) * {aa * C * KP})) nu = 0;\n"
         f"        if (nu) {{\n"
-        f"            for (int64_t e = 0; e < {16 * C * KP}; e++) nu[e] = 0.0f;\n"
+        f"            for (int64_t e = 0; e < {aa * C * KP}; e++) nu[e] = 0.0f;\n"
         f"            for (int64_t c = 0; c < {C}; c++)\n"
         f"            for (int64_t n = 0; n < {K}; n++) {{\n"
         f"                const float *s = g + {y.const} + c * {yc} + n * {yn};\n"
-        f"                float r[3][3], t[4][3];\n"
+        f"                float r[3][3], t[{a}][3];\n"
         f"                for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) r[i][j] = s[i * {yh} + j * {yw}];\n"
         f"                for (int j = 0; j < 3; j++) {{\n"
-        f"                    t[0][j] = r[0][j];\n"
-        f"                    t[1][j] = 0.5f * (r[0][j] + r[1][j] + r[2][j]);\n"
-        f"                    t[2][j] = 0.5f * (r[0][j] - r[1][j] + r[2][j]);\n"
-        f"                    t[3][j] = r[2][j];\n"
+        f"{rows_t}\n"
         f"                }}\n"
-        f"                for (int i = 0; i < 4; i++) {{\n"
-        f"                    const float q[4] = {{t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),\n"
-        f"                                        0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]}};\n"
-        f"                    for (int j = 0; j < 4; j++)\n"
-        f"                        nu[(((i * 4 + j) * {NB} + n / {nrw}) * {C} + c) * {nrw} + n % {nrw}] = q[j];\n"
+        f"                for (int i = 0; i < {a}; i++) {{\n"
+        f"                    const float q[{a}] = {{{q_init}}};\n"
+        f"                    for (int j = 0; j < {a}; j++)\n"
+        f"                        nu[(((i * {a} + j) * {NB} + n / {nrw}) * {C} + c) * {nrw} + n % {nrw}] = q[j];\n"
         f"                }}\n"
         f"            }}\n"
         f"            /* an older buffer may still be read by a concurrent caller: kept */\n"
@@ -187,17 +248,19 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     i1 = "    "
     out.append(i1 + f"const float *U = {name}_weights({py});")
     out.append(i1 + "if (!U) return 1;")
-    out.append(i1 + f"static _Thread_local float V[{16 * C * TB}] __attribute__((aligned(64)));")
-    out.append(i1 + f"static _Thread_local float Mb[{16 * TB * KP}] __attribute__((aligned(64)));")
-    out.append(i1 + f"static _Thread_local float Yb[{4 * TB * KP}] __attribute__((aligned(64)));")
+    out.append(i1 + f"static _Thread_local float V[{aa * C * TB}] __attribute__((aligned(64)));")
+    out.append(i1 + f"static _Thread_local float Mb[{aa * TB * KP}] __attribute__((aligned(64)));")
+    out.append(
+        i1 + f"static _Thread_local float Yb[{m * m * TB * KP}] __attribute__((aligned(64)));"
+    )
     if items > 1 and w._parallel(work):
         w.pool = (str(items), "1")
         out.append(i1 + "for (int64_t t = lum_lo; t < lum_hi; t++) {")
     else:
         out.append(i1 + f"for (int64_t t = 0; t < {items}; t++) {{")
     i2 = i1 + "    "
-    # ---- input transform: per channel and tile row, columns combined first ----------
-    WP = 2 * TW + 2  # input columns the tile row reads (one past the input when OW is odd)
+    # ---- input transform B^T d B: per channel and tile row, rows combined first ---------
+    WP = m * TW + 2  # input columns the tile row reads (past the input when OW % m != 0)
     stride = C * TB
     out.append(i2 + f"for (int64_t c = 0; c < {C}; c++) {{")
     out.append(i2 + f"    float *vc = V + c * {TB};")
@@ -205,11 +268,11 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     i4 = i2 + "        "
     out.append(i4 + f"const int64_t th = t * {R} + r;")
     out.append(i4 + f"if (th >= {TH}) break;")
-    out.append(i4 + f"float e[4][{WP}];")
-    out.append(i4 + f"float d[4][{WP}];")
-    out.append(i4 + "for (int i = 0; i < 4; i++) {")
-    out.append(i4 + f"    const float *s = {px} + ({x.const} + c * {xc} + (2 * th + i) * {xh});")
-    out.append(i4 + f"    if (2 * th + i < {OH + 2}) {{")
+    out.append(i4 + f"float e[{a}][{WP}];")
+    out.append(i4 + f"float d[{a}][{WP}];")
+    out.append(i4 + f"for (int i = 0; i < {a}; i++) {{")
+    out.append(i4 + f"    const float *s = {px} + ({x.const} + c * {xc} + ({m} * th + i) * {xh});")
+    out.append(i4 + f"    if ({m} * th + i < {OH + 2}) {{")
     out.append(i4 + "        #pragma omp simd")
     out.append(i4 + f"        for (int64_t j = 0; j < {OW + 2}; j++) d[i][j] = s[j * {xw}];")
     for j in range(OW + 2, WP):
@@ -218,34 +281,35 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     out.append(i4 + "}")
     out.append(i4 + "#pragma omp simd")
     out.append(i4 + f"for (int64_t j = 0; j < {WP}; j++) {{")
-    out.append(i4 + "    e[0][j] = d[0][j] - d[2][j]; e[1][j] = d[1][j] + d[2][j];")
-    out.append(i4 + "    e[2][j] = d[2][j] - d[1][j]; e[3][j] = d[1][j] - d[3][j];")
+    for i in range(a):
+        out.append(i4 + f"    e[{i}][j] = {_comb(BT[i], [f'd[{k}][j]' for k in range(a)])};")
     out.append(i4 + "}")
     out.append(i4 + f"float *vr = vc + r * {TW};")
-    out.append(i4 + "for (int i = 0; i < 4; i++) {")
+    out.append(i4 + f"for (int i = 0; i < {a}; i++) {{")
     out.append(i4 + "    const float *q = e[i];")
-    out.append(i4 + f"    float *v0 = vr + (i * 4) * {stride};")
+    out.append(i4 + f"    float *v0 = vr + (i * {a}) * {stride};")
     out.append(i4 + "    #pragma omp simd")
     out.append(i4 + f"    for (int64_t tw = 0; tw < {TW}; tw++) {{")
-    out.append(
-        i4
-        + "        const float q0 = q[2 * tw], q1 = q[2 * tw + 1], q2 = q[2 * tw + 2], q3 = q[2 * tw + 3];"
-    )
-    out.append(i4 + f"        v0[tw] = q0 - q2; v0[{stride} + tw] = q1 + q2;")
-    out.append(i4 + f"        v0[{2 * stride} + tw] = q2 - q1; v0[{3 * stride} + tw] = q1 - q3;")
+    qs = ", ".join(f"q{k} = q[{m} * tw + {k}]" for k in range(a))
+    out.append(i4 + f"        const float {qs};")
+    for j in range(a):
+        out.append(
+            i4 + f"        v0[{j * stride} + tw] = {_comb(BT[j], [f'q{k}' for k in range(a)])};"
+        )
     out.append(i4 + "    }")
     out.append(i4 + "}")
     out.append(i2 + "    }")
     out.append(i2 + "}")
-    # ---- 16 GEMMs --------------------------------------------------------------------
-    out.append(i2 + "for (int64_t xi = 0; xi < 16; xi++)")
+    # ---- a*a GEMMs -----------------------------------------------------------------------
+    out.append(i2 + f"for (int64_t xi = 0; xi < {aa}; xi++)")
     out.append(i2 + f"for (int64_t nb = 0; nb < {NB}; nb++)")
     out.append(i2 + f"for (int64_t r0 = 0; r0 < {TB}; r0 += {mrw})")
     out.append(
         i2 + f"    {mk}(V + xi * {stride} + r0, U + (xi * {NB} + nb) * {C * nrw}, "
         f"Mb + (xi * {TB} + r0) * {KP} + nb * {nrw});"
     )
-    # ---- output transform (vectors along n), then the epilogue in output order ---------
+    # ---- output transform A^T M A (vectors along n), then the epilogue in output order --
+    ys = TB * KP
     out.append(i2 + f"const int64_t used = ({TH} - t * {R} < {R} ? {TH} - t * {R} : {R}) * {TW};")
     out.append(i2 + "for (int64_t tb = 0; tb < used; tb++) {")
     out.append(i2 + f"    const float *mt = Mb + tb * {KP};")
@@ -253,40 +317,55 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     out.append(i2 + "    #pragma omp simd")
     out.append(i2 + f"    for (int64_t j = 0; j < {KP}; j++) {{")
     i4 = i2 + "        "
-    out.append(i4 + "float q[16]; for (int i = 0; i < 16; i++) q[i] = mt[i * " + f"{TB * KP} + j];")
-    out.append(i4 + "float s0[4], s1[4];")
-    out.append(i4 + "for (int i = 0; i < 4; i++) {")
-    out.append(i4 + "    s0[i] = q[i] + q[4 + i] + q[8 + i];")
-    out.append(i4 + "    s1[i] = q[4 + i] - q[8 + i] - q[12 + i];")
-    out.append(i4 + "}")
-    ys = TB * KP
-    out.append(i4 + f"yt[j] = s0[0] + s0[1] + s0[2]; yt[{ys} + j] = s0[1] - s0[2] - s0[3];")
-    out.append(
-        i4 + f"yt[{2 * ys} + j] = s1[0] + s1[1] + s1[2]; yt[{3 * ys} + j] = s1[1] - s1[2] - s1[3];"
-    )
+    for k in range(aa):
+        out.append(i4 + f"const float q{k} = mt[{k * ys} + j];")
+    for i in range(m):
+        for col in range(a):
+            expr = _comb(AT[i], [f"q{k * a + col}" for k in range(a)])
+            out.append(i4 + f"const float s{i}_{col} = {expr};")
+    for i in range(m):
+        for jj in range(m):
+            expr = _comb(AT[jj], [f"s{i}_{k}" for k in range(a)])
+            out.append(i4 + f"yt[{(i * m + jj) * ys} + j] = {expr};")
     out.append(i2 + "    }")
     out.append(i2 + "}")
+    sh = m.bit_length() - 1
     out.append(i2 + f"for (int64_t {n.name} = 0; {n.name} < {K}; {n.name}++)")
     out.append(i2 + f"for (int64_t r = 0; r < used / {TW}; r++)")
-    out.append(i2 + "for (int dy = 0; dy < 2; dy++) {")
-    out.append(i2 + f"    const int64_t {oh.name} = 2 * (t * {R} + r) + dy;")
+    out.append(i2 + f"for (int dy = 0; dy < {m}; dy++) {{")
+    out.append(i2 + f"    const int64_t {oh.name} = {m} * (t * {R} + r) + dy;")
     out.append(i2 + f"    if ({oh.name} >= {OH}) break;")
-    out.append(i2 + f"    const float *yr = Yb + dy * {2 * ys} + r * {TW * KP} + {n.name};")
+    out.append(i2 + f"    const float *yr = Yb + dy * {m * ys} + r * {TW * KP} + {n.name};")
     out.append(i2 + f"    for (int64_t {ow.name} = 0; {ow.name} < {OW}; {ow.name}++) {{")
-    value = f"yr[({ow.name} & 1) * {ys} + ({ow.name} >> 1) * {KP}]"
+    value = f"yr[({ow.name} & {m - 1}) * {ys} + ({ow.name} >> {sh}) * {KP}]"
     w._store(out, len(i2) // 4 + 2, cl.out, value, "float")
     out.append(i2 + "    }")
     out.append(i2 + "}")
     out.append(i1 + "}")
 
 
-def _rows_per_block(th: int, tw: int, mrw: int) -> int:
+def _comb(coefs: tuple[float, ...], terms: list[str]) -> str:
+    """sum_k coefs[k] * terms[k] as C, zero terms left out."""
+    parts: list[str] = []
+    for co, t in zip(coefs, terms, strict=True):
+        if co == 0:
+            continue
+        mag = abs(co)
+        term = t if mag == 1 else f"{float(mag)!r}f * {t}"
+        parts.append(("- " if co < 0 else "+ ") + term)
+    if not parts:
+        return "0.0f"
+    s = " ".join(parts)
+    return s[2:] if s.startswith("+ ") else "-" + s[2:]
+
+
+def _rows_per_block(th: int, tw: int, mrw: int, cap: int = 64) -> int:
     """Tile rows per work item: whole rows (the input transform runs along them), about
     64 tiles or fewer, few padded tiles (a block is whole micro-tiles of `mrw`), and at
     least 4 items where the rows allow."""
     best, pick = -1.0, 1
     for r in range(1, th + 1):
-        if r > 1 and r * tw > 64:
+        if r > 1 and r * tw > cap:
             break
         tb = -(-(r * tw) // mrw) * mrw
         items = -(-th // r)
@@ -296,7 +375,7 @@ def _rows_per_block(th: int, tw: int, mrw: int) -> int:
     return pick
 
 
-def _micro(w: _KernelWriter, isa: Isa, mrw: int, nrw: int, tb: int, kp: int) -> str:
+def _micro(w: _KernelWriter, isa: Isa, mrw: int, nrw: int, tb: int, kp: int, C: int) -> str:
     """m[r][j] = sum_c v[c][r] u[c][j] for mrw rows and nrw columns: v rows `tb` apart
     per c, u a packed panel of `nrw` per c, m rows `kp` apart.  A function of its own so
     the accumulators stay in registers (see gemm._micro)."""
@@ -305,7 +384,6 @@ def _micro(w: _KernelWriter, isa: Isa, mrw: int, nrw: int, tb: int, kp: int) -> 
         f"static __attribute__((noinline, noclone)) void {name}("
         f"const float *v, const float *u, float *m) {{"
     )
-    C = _channels(w)
     lines = [head]
     if isa.name:
         vw = isa.width
@@ -340,10 +418,4 @@ def _micro(w: _KernelWriter, isa: Isa, mrw: int, nrw: int, tb: int, kp: int) -> 
     return name
 
 
-def _channels(w: _KernelWriter) -> int:
-    conv = match(w.s, w.k)
-    assert conv is not None
-    return conv.c.size if conv.c is not None else 1
-
-
-__all__ = ["Conv3x3", "legal", "match", "write"]
+__all__ = ["TILE", "Conv3x3", "legal", "match", "write"]

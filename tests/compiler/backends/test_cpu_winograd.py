@@ -1,4 +1,4 @@
-"""The Winograd F(2x2, 3x3) convolution variant, compiled and run natively, against the
+"""The Winograd F(2x2, 3x3) and F(4x4, 3x3) convolution variants, compiled and run natively, against the
 reference interpreter: odd and even outputs, channels not multiples of a vector, bias,
 residual add and ReLU epilogues, threads on and off; and `legal` only for 3x3 stride-1
 convolutions."""
@@ -63,18 +63,28 @@ def _convs(sched: Schedule) -> list[str]:
 @pytest.mark.skipif(not ISA.name, reason="no vector ISA")
 @pytest.mark.parametrize(
     "cin,cout,h,w",
-    [(5, 13, 7, 7), (3, 20, 8, 8), (17, 33, 9, 6), (2, 19, 5, 11), (24, 40, 14, 14)],
+    [
+        (5, 13, 7, 7),
+        (3, 20, 8, 8),
+        (17, 33, 9, 6),
+        (2, 19, 5, 11),
+        (24, 40, 14, 14),
+        (96, 70, 13, 10),
+    ],
     ids=lambda v: str(v),
 )
 @pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
-def test_winograd_matches_reference(cin: int, cout: int, h: int, w: int, parallel: bool) -> None:
+@pytest.mark.parametrize("impl", list(winograd.TILE))
+def test_winograd_matches_reference(
+    cin: int, cout: int, h: int, w: int, parallel: bool, impl: str
+) -> None:
     g = _conv_graph(cin, cout, h, w)
     sched = schedule(g)
     names = _convs(sched)
     assert len(names) == 1 and winograd.legal(
-        sched, sched.kernels[[k.name for k in sched.kernels].index(names[0])]
+        sched, sched.kernels[[k.name for k in sched.kernels].index(names[0])], impl
     )
-    variants = {names[0]: Variant(impl="winograd", parallel=parallel)}
+    variants = {names[0]: Variant(impl=impl, parallel=parallel)}
     options = codegen.options_for(FEATURES, True, variants=variants)
     assert "_wmk" in codegen.generate(sched, options)
     feeds = _feeds(g)
@@ -85,10 +95,11 @@ def test_winograd_matches_reference(cin: int, cout: int, h: int, w: int, paralle
         np.testing.assert_allclose(got["o"], want["o"], rtol=1e-3, atol=1e-4)
 
 
-def test_portable_winograd() -> None:
+@pytest.mark.parametrize("impl", list(winograd.TILE))
+def test_portable_winograd(impl: str) -> None:
     g = _conv_graph(6, 10, 9, 9, residual=False)
     sched = schedule(g)
-    variants = {n: Variant(impl="winograd") for n in _convs(sched)}
+    variants = {n: Variant(impl=impl) for n in _convs(sched)}
     options = codegen.options_for(FEATURES, True, simd="", mr=4, nr=16, variants=variants)
     feeds = _feeds(g)
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
@@ -103,8 +114,20 @@ def test_portable_winograd() -> None:
 def test_not_legal_for_other_convolutions(kw: dict[str, int]) -> None:
     sched = schedule(_conv_graph(8, 16, 14, 14, residual=False, **kw))
     kernels = [k for k in sched.kernels if k.kind == "contraction"]
-    assert kernels and not any(winograd.legal(sched, k) for k in kernels)
-    assert all(Variant(impl="winograd") not in candidates(sched, k, FEATURES) for k in kernels)
+    for impl in winograd.TILE:
+        assert kernels and not any(winograd.legal(sched, k, impl) for k in kernels)
+        assert all(Variant(impl=impl) not in candidates(sched, k, FEATURES) for k in kernels)
+
+
+@pytest.mark.parametrize("m", sorted(winograd._MATRICES))
+def test_transform_matrices(m: int) -> None:
+    """A^T [(G g G^T) * (B^T d B)] A is the 3x3 correlation of d with g, m x m outputs."""
+    at, gm, bt = (np.array(x, dtype=np.float64) for x in winograd._MATRICES[m])
+    rng = np.random.default_rng(m)
+    g, d = rng.standard_normal((3, 3)), rng.standard_normal((m + 2, m + 2))
+    got = at @ ((gm @ g @ gm.T) * (bt @ d @ bt.T)) @ at.T
+    want = [[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(m)] for i in range(m)]
+    np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 def test_not_legal_for_matmul() -> None:
@@ -123,13 +146,15 @@ def test_offered_for_3x3() -> None:
     (k,) = [k for k in sched.kernels if k.kind == "contraction"]
     cands = candidates(sched, k, FEATURES)
     assert Variant(impl="winograd") in cands and len(cands) <= 8
+    assert Variant(impl="winograd4") in cands
 
 
 @pytest.mark.skipif("avx2" not in FEATURES or "fma" not in FEATURES, reason="no AVX2 + FMA")
-def test_avx2_winograd() -> None:
+@pytest.mark.parametrize("impl", list(winograd.TILE))
+def test_avx2_winograd(impl: str) -> None:
     g = _conv_graph(17, 33, 9, 6)
     sched = schedule(g)
-    variants = {n: Variant(impl="winograd") for n in _convs(sched)}
+    variants = {n: Variant(impl=impl) for n in _convs(sched)}
     options = codegen.options_for(FEATURES, True, simd="avx2", variants=variants)
     feeds = _feeds(g)
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
@@ -139,4 +164,16 @@ def test_avx2_winograd() -> None:
 def test_not_legal_when_buffers_would_be_too_large() -> None:
     sched = schedule(_conv_graph(800, 200, 2, 180, residual=False))
     kernels = [k for k in sched.kernels if k.kind == "contraction"]
-    assert kernels and not any(winograd.legal(sched, k) for k in kernels)
+    for impl in winograd.TILE:
+        assert kernels and not any(winograd.legal(sched, k, impl) for k in kernels)
+
+
+@pytest.mark.skipif(not ISA.name, reason="no vector ISA")
+def test_f4_not_legal_when_transformed_weights_are_large() -> None:
+    """F(4x4)'s 36/9 weights past `MAX_WEIGHTS4` (few tiles per weight, f32 error):
+    F(2x2) only."""
+    sched = schedule(_conv_graph(256, 256, 6, 6, residual=False))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    assert winograd.legal(sched, k) and not winograd.legal(sched, k, "winograd4")
+    cands = candidates(sched, k, FEATURES)
+    assert Variant(impl="winograd") in cands and Variant(impl="winograd4") not in cands
