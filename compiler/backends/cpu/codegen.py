@@ -16,8 +16,14 @@ from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads, wino
 from luminal.compiler.ir import DType, Node, Op
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
-from luminal.compiler.schedule.indexing import Index, row_major, unflatten, view_source
-from luminal.compiler.schedule.symbolic import Dyn, Lin, Var
+from luminal.compiler.schedule.indexing import (
+    Index,
+    row_major,
+    split_loops,
+    unflatten,
+    view_source,
+)
+from luminal.compiler.schedule.symbolic import Div, Dyn, Lin, Mod, Var
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 
 #: Elements (or multiply-adds) below which a kernel stays on one thread.  A kernel on
@@ -232,13 +238,47 @@ class _KernelWriter:
         if pad_of is not None:
             self._pad_rows(out, pad_of)
             return
-        idx, loops = self._loops(node.shape, "i")
+        idx, loops = self._split_views(*self._loops(node.shape, "i"))
         depth = self._open(out, loops, 1, True, _numel(node.shape))
         body = _Body(self, depth)
         v = body.value(self.k.node, idx, top=self.k.dest == self.s.homes.get(self.k.node))
         out.extend(body.lines)
         out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
         self._close(out, loops, depth)
+
+    def _split_views(
+        self, idx: Index, loops: list[tuple[str, int]]
+    ) -> tuple[Index, list[tuple[str, int]]]:
+        """Split an output loop v into (v_hi, v_lo) where a buffer is read at `v // d` or
+        `v % d` (a reshape of a permute: the attention head merge 1x12x128x64 ->
+        1x128x768), so that every read is affine in the loop variables and the innermost
+        loop runs over contiguous elements (`indexing.split_loops`, as contractions do).
+        Read as written, the head merge divided and took remainders per element and did
+        not vectorize: 0.071 ms against 0.0085 ms for an add of the same size."""
+        mat, flats = self.s.part.materialized, []
+        stack, seen = [(self.k.node, idx)], set()
+        while stack:  # buffer reads through views, each (node, index) once
+            i, at = stack.pop()
+            if (i, at) in seen:
+                continue
+            seen.add((i, at))
+            node = self.g.nodes[i]
+            if i in mat and i != self.k.node:
+                flats.append(row_major(at, node.shape))
+            elif node.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE):
+                stack.append(
+                    (node.src[0], view_source(node, self.g.nodes[node.src[0]].shape, at)[0])
+                )
+            elif node.op in BINARY or node.op in UNARY or node.op in (Op.CAST, Op.WHERE):
+                stack.extend((s, at) for s in node.src)
+        if not any(isinstance(a, (Div, Mod)) for e in flats for a, _ in e.terms):
+            return idx, loops
+        names = {name for name, _ in loops}
+        vars_ = [a for e in idx for a, _ in e.terms if isinstance(a, Var) and a.name in names]
+        split, _, exprs = split_loops(vars_, frozenset(), [*idx, *flats])
+        if len(split) == len(vars_):
+            return idx, loops
+        return tuple(exprs[: len(idx)]), [(v.name, v.size) for v in split]
 
     def _pad_source(self) -> int | None:
         """The buffer a PAD kernel copies, when it reads one directly (through reshapes,
@@ -394,7 +434,7 @@ class _KernelWriter:
         if self.v.impl == "blas":
             blas.write(self, out)
             return
-        if self.v.impl == "winograd":
+        if self.v.impl in winograd.TILE:
             winograd.write(self, out, simd.ISAS[self.o.simd])
             return
         isa = simd.ISAS[self.o.simd]
