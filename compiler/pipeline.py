@@ -32,6 +32,7 @@ from luminal.compiler.ir import Graph, spec
 from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Schedule, schedule
 from luminal.compiler.search import costmodel
+from luminal.errors import UsageError
 
 if TYPE_CHECKING:
     from luminal.compiler.search.kernels import KernelSearchReport
@@ -246,7 +247,13 @@ def _search(
         use_cache=options.use_tuning_db,
         measure=(options.budget_seconds or 0) > 0,
     )
-    with TuningDB(Path(options.tuning_db) if options.tuning_db else None) as db:
+    try:
+        db: TuningDB | None = TuningDB(Path(options.tuning_db) if options.tuning_db else None)
+    except UsageError:
+        if options.tuning_db:
+            raise  # a path the user named: their mistake, say so
+        db = None  # the default database cannot be opened (read-only home): search without
+    try:
         return search_kernels(
             sched,
             cg,
@@ -260,6 +267,9 @@ def _search(
             search,
             on_progress,
         )
+    finally:
+        if db is not None:
+            db.close()
 
 
 def device_fingerprint(cpu: CpuInfo) -> str:

@@ -109,3 +109,29 @@ def test_a_wrong_rewrite_is_caught_and_the_unsearched_compile_shipped(
 class _FakeReport:
     def to_json(self) -> dict[str, object]:
         return {"nodes_before": 0, "nodes_after": 0}
+
+
+def test_an_unusable_default_database_does_not_stop_the_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LUMINAL_TUNING_DB", str(blocker / "tuning.db"))  # cannot be created
+    graph = mlp_block(layers=2, width=32, batch=4)
+    r = compile_model(
+        LoadedModel(graph, "test", "test"), tmp_path / "m.lmnl", CompileOptions(budget_seconds=10.0)
+    )
+    assert r.search is not None and r.search["measured"] >= 1
+    _check(graph, r.path)
+
+
+def test_an_unusable_named_database_is_a_usage_error(tmp_path: Path) -> None:
+    from luminal.errors import UsageError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    graph = mlp_block(layers=2, width=32, batch=4)
+    options = CompileOptions(budget_seconds=10.0, tuning_db=str(blocker / "tuning.db"))
+    with pytest.raises(UsageError, match="tuning database"):
+        compile_model(LoadedModel(graph, "test", "test"), tmp_path / "m.lmnl", options)
+    assert not (tmp_path / "m.lmnl").exists()
