@@ -101,6 +101,31 @@ class CompileResult:
     target: str = "cpu"  # the backend that compiled it
     device: str | None = None  # the device it was built for, when not this CPU
 
+    @classmethod
+    def of(
+        cls,
+        sched: Schedule,
+        output: Path,
+        seconds: dict[str, float],
+        rewrite_report: Any,
+        **fields: Any,
+    ) -> CompileResult:
+        """A result for any target: what the schedule and the written artifact say, plus
+        the target's own `fields` (toolchain, features, search, ...)."""
+        stats = sched.to_json()
+        return cls(
+            path=output,
+            kernels=len(sched.kernels),
+            kernel_kinds=dict(stats["kernel_kinds"]),  # type: ignore[call-overload]
+            arena_bytes=sched.arena_bytes,
+            intermediate_bytes=sched.intermediate_bytes,
+            weights_bytes=sched.weights_bytes,
+            artifact_bytes=output.stat().st_size,
+            seconds=seconds,
+            rewrite=None if rewrite_report is None else rewrite_report.to_json(),
+            **fields,
+        )
+
     @property
     def total_seconds(self) -> float:
         return sum(self.seconds.values())
@@ -196,20 +221,14 @@ def compile_model(
             manifest,
             {"model.so": library, "weights.bin": weights, "model.c": source.encode()},
         )
-    stats = sched.to_json()
     work = [costmodel.work(sched, k) for k in sched.kernels]
-    return CompileResult(
-        path=output,
-        kernels=len(sched.kernels),
-        kernel_kinds=dict(stats["kernel_kinds"]),  # type: ignore[call-overload]
-        arena_bytes=sched.arena_bytes,
-        intermediate_bytes=sched.intermediate_bytes,
-        weights_bytes=sched.weights_bytes,
-        artifact_bytes=output.stat().st_size,
+    return CompileResult.of(
+        sched,
+        output,
+        seconds,
+        rewrite_report,
         toolchain=tc.describe(),
         cpu_features=features,
-        seconds=seconds,
-        rewrite=None if rewrite_report is None else rewrite_report.to_json(),
         search=None if search_report is None else search_report.to_json(),
         interrupted=search_report is not None and search_report.interrupted,
         check=check,

@@ -76,19 +76,13 @@ def compile_for_backend(
             "notes": dict(built.notes),
         }
         write_artifact(output, manifest, dict(built.members))
-    stats = sched.to_json()
-    return CompileResult(
-        path=output,
-        kernels=len(sched.kernels),
-        kernel_kinds=dict(stats["kernel_kinds"]),  # type: ignore[call-overload]
-        arena_bytes=sched.arena_bytes,
-        intermediate_bytes=sched.intermediate_bytes,
-        weights_bytes=sched.weights_bytes,
-        artifact_bytes=output.stat().st_size,
+    return CompileResult.of(
+        sched,
+        output,
+        seconds,
+        rewrite_report,
         toolchain=str(record.get("toolchain") or f"{backend.name} backend"),
         cpu_features=(),
-        seconds=seconds,
-        rewrite=None if rewrite_report is None else rewrite_report.to_json(),
         target=backend.name,
         device=target.device.name if target.device else None,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from egglog import EGraph
@@ -246,10 +247,13 @@ def _materialized_cost(
     return extra
 
 
-def _readers(c: int, consumers: dict[int, list[int]], mat: set[int], limit: int = 0) -> set[int]:
-    """The materialized e-classes whose kernels read c (stops early past `limit`)."""
+def _frontier(
+    start: Iterable[int], step: Mapping[int, Iterable[int]], mat: set[int], limit: int = 0
+) -> set[int]:
+    """The materialized e-classes reached from `start` along `step` without passing
+    through another materialized one (stops early once more than `limit` are found)."""
     found: set[int] = set()
-    stack = list(consumers[c])
+    stack = list(start)
     seen: set[int] = set()
     while stack:
         p = stack.pop()
@@ -261,8 +265,13 @@ def _readers(c: int, consumers: dict[int, list[int]], mat: set[int], limit: int 
             if limit and len(found) > limit:
                 break
         else:
-            stack.extend(consumers[p])
+            stack.extend(step[p])
     return found
+
+
+def _readers(c: int, consumers: dict[int, list[int]], mat: set[int], limit: int = 0) -> set[int]:
+    """The materialized e-classes whose kernels read c (stops early past `limit`)."""
+    return _frontier(consumers[c], consumers, mat, limit)
 
 
 def _reads_twice(c: int, consumers: dict[int, list[int]], mat: set[int]) -> bool:
@@ -271,19 +280,7 @@ def _reads_twice(c: int, consumers: dict[int, list[int]], mat: set[int]) -> bool
 
 def _sources(c: int, kids: dict[int, set[int]], mat: set[int]) -> set[int]:
     """The materialized e-classes the kernel computing c reads."""
-    found: set[int] = set()
-    stack = list(kids[c])
-    seen: set[int] = set()
-    while stack:
-        k = stack.pop()
-        if k in seen:
-            continue
-        seen.add(k)
-        if k in mat:
-            found.add(k)
-        else:
-            stack.extend(kids[k])
-    return found
+    return _frontier(kids[c], kids, mat)
 
 
 def _topological(nodes: frozenset[int], kids: dict[int, set[int]]) -> list[int]:
