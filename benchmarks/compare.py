@@ -78,8 +78,8 @@ def _prepare(
         "warm_compile_seconds": round(warm_s, 3),
         "search": None
         if result.search is None
-        else {k: v for k, v in result.search.items() if k != "choices"},
-        "warm_cache_hits": None if warm.search is None else warm.search["cache_hits"],
+        else {k: v for k, v in result.search.to_json().items() if k != "choices"},
+        "warm_cache_hits": None if warm.search is None else warm.search.cache_hits,
         "kernels": result.kernels,
         "arena_bytes": result.arena_bytes,
         "parity_luminal": compare(got, ref).to_json(),

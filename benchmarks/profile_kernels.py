@@ -4,7 +4,7 @@ Each model is compiled with per-kernel timers (`CodegenOptions(profile=True)`: t
 library sums every kernel's wall time into `lum_kernel_seconds[]`), run until `--seconds`
 have passed, and the top kernels are printed with their kind, shape, FLOPs, bytes moved,
 GFLOP/s and share of the model's time.  The FLOP and byte counts are the ones the search's
-cost model reads (`backends.cpu.variants.estimate`).
+cost model reads (`schedule.work.cost`).
 
     python -m benchmarks.profile_kernels                     # every suite model, top 12
     python -m benchmarks.profile_kernels --models cnn --top 40
@@ -62,6 +62,7 @@ def profile(
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.hardware import detect_cpu
     from luminal.compiler.schedule import schedule
+    from luminal.compiler.schedule.work import cost as kernel_cost
 
     model = build(name)
     feeds = example_feeds(model)
@@ -83,7 +84,7 @@ def profile(
     timers = lib.kernel_seconds()
     result = []
     for k, kernel in enumerate(sched.kernels):
-        cost = cpu_variants.estimate(sched, kernel)
+        cost = kernel_cost(sched, kernel)
         v = chosen.get(kernel.name)
         result.append(
             KernelTime(

@@ -3,9 +3,9 @@
     python -m benchmarks.roofline                    # all four models, markdown table
     python -m benchmarks.roofline --models gpt --budget off --json roofline.json
 
-FLOPs are counted from the compiled schedule (`search.costmodel.work`: two per
+FLOPs are counted from the compiled schedule (`schedule.work.cost`: two per
 multiply-add of a contraction, plus the elementwise work inlined into each kernel);
-the peak is the cost model's calibration (`costmodel.calibrate`: an FMA loop on one core
+the peak is the cost model's calibration (the CPU tuner's `costmodel.calibrate`: an FMA loop on one core
 times the cores, and a streaming copy).  Latency is the median of repeated runs after a
 warm-up.  `% of peak` near 100 means the model is compute-bound and the kernels are
 good; a model far below both roofs spends its time on overheads (threads, small kernels).
@@ -95,10 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from luminal.cli.options import parse_budget
-    from luminal.compiler.backends.cpu import toolchain
+    from luminal.compiler.backends.cpu import costmodel, toolchain
     from luminal.compiler.hardware import detect_cpu
     from luminal.compiler.pipeline import DEFAULT_BUDGET_SECONDS
-    from luminal.compiler.search import costmodel
 
     budget = DEFAULT_BUDGET_SECONDS if args.budget is None else parse_budget(args.budget)
     cpu = detect_cpu()

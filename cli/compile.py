@@ -20,7 +20,6 @@ from rich.table import Table
 
 from luminal import licensing
 from luminal.cli.options import DimOption, JsonOption, parse_budget, parse_dims
-from luminal.compiler.backends.build import STEPS as BACKEND_STEPS
 from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
 from luminal.compiler.pipeline import (
@@ -108,7 +107,7 @@ def compile_cmd(
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     for warning in licensing.check("compile", chosen.license_target).warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    steps = STEPS if chosen.name == "cpu" else BACKEND_STEPS
+    steps = STEPS
     options = CompileOptions(
         target=chosen.name,
         tile_m=tile_m,
@@ -192,21 +191,25 @@ def print_result(console: Console, r: CompileResult) -> None:
 
     if r.search is not None:
         s = r.search
-        agreement = "-" if s["cost_model_tau"] is None else f"{s['cost_model_tau']:+.2f}"
-        speedup = "-" if s["estimated_speedup"] is None else f"{s['estimated_speedup']:.2f}x"
+        tau, speedup = s.mean_tau, s.estimated_speedup()
+        agreement = "-" if tau is None else f"{tau:+.2f}"
         console.print(
-            f"search: {s['kernels']} distinct kernels, {s['cache_hits']} from the tuning database, "
-            f"{s['measured']} measured in {s['seconds']:.1f}s; kernel time vs default {speedup}; "
+            f"search: {len(s.choices)} distinct kernels, {s.cache_hits} from the tuning database, "
+            f"{s.measured} measured in {s.seconds:.1f}s; kernel time vs default "
+            f"{'-' if speedup is None else f'{speedup:.2f}x'}; "
             f"cost model rank agreement (Kendall tau) {agreement}",
             highlight=False,
         )
     if r.rewrite is not None:
         w = r.rewrite
         console.print(
-            f"rewrite: {w.get('nodes_before')} -> {w.get('nodes_after')} IR nodes, "
-            f"{w.get('iterations')} iterations, stopped: {w.get('stop_reason')}",
+            f"rewrite: {w.nodes_before} -> {w.nodes_after} IR nodes, "
+            f"{w.iterations} iterations, stopped: {w.stop_reason}",
             highlight=False,
         )
+    if r.check is not None:
+        colour = {"passed": "green", "skipped": "yellow"}.get(r.check.status.value, "red")
+        console.print(f"check: [{colour}]{r.check}[/]", highlight=False)
 
 
 def print_search(console: Console, r: CompileResult) -> None:
@@ -215,28 +218,18 @@ def print_search(console: Console, r: CompileResult) -> None:
         table = Table(title="E-graph rules", title_justify="left")
         for col in ("rule", "family", "matches", "seconds"):
             table.add_column(col, justify="right" if col in ("matches", "seconds") else "left")
-        for rule in r.rewrite.get("rules", []):  # type: ignore[union-attr]
-            table.add_row(
-                rule["name"], rule["family"], str(rule["matches"]), f"{rule['seconds']:.3f}"
-            )
+        for rule in r.rewrite.rules:
+            table.add_row(rule.name, rule.family, str(rule.matches), f"{rule.seconds:.3f}")
         console.print(table)
     if r.search is not None:
         table = Table(title="Kernel choices", title_justify="left")
         for col in ("kernel", "kind", "shape", "x", "variant", "source", "µs", "default µs", "tau"):
             table.add_column(col)
-        for c in r.search["choices"]:  # type: ignore[index]
-            us = "-" if c["seconds"] is None else f"{c['seconds'] * 1e6:.1f}"
-            dus = "-" if c["default_seconds"] is None else f"{c['default_seconds'] * 1e6:.1f}"
-            tau = "-" if c["tau"] is None else f"{c['tau']:+.2f}"
+        for c in r.search.choices:
+            us = "-" if c.seconds is None else f"{c.seconds * 1e6:.1f}"
+            dus = "-" if c.default_seconds is None else f"{c.default_seconds * 1e6:.1f}"
+            tau = "-" if c.tau is None else f"{c.tau:+.2f}"
             table.add_row(
-                c["kernel"],
-                c["kind"],
-                c["shape"],
-                str(c["instances"]),
-                c["variant"],
-                c["source"],
-                us,
-                dus,
-                tau,
+                c.kernel, c.kind, c.shape, str(c.instances), c.variant.label, c.source, us, dus, tau
             )
         console.print(table)

@@ -16,7 +16,6 @@ from luminal.compiler.frontend import load_model
 from luminal.compiler.ir import Graph, TensorSpec, interpreter
 from luminal.compiler.pipeline import compile_model
 from luminal.compiler.runtime import Session, load
-from luminal.compiler.runtime.backend import BackendSession
 from luminal.errors import UsageError
 
 
@@ -33,9 +32,7 @@ class Engine:
             if reference:
                 raise UsageError("--reference runs a model file; an artifact is already compiled")
             session = load(path)
-            return Engine(
-                "compiled", session.inputs, Path(session.manifest["source"]["path"]), session
-            )
+            return Engine("compiled", session.inputs, Path(session.manifest.source.path), session)
         model = load_model(path, dims)
         if reference:
             return Engine("reference", model.graph.input_specs(), path, model.graph)
@@ -49,5 +46,5 @@ class Engine:
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if isinstance(self._runner, Graph):
             return interpreter.run(self._runner, feeds)
-        assert isinstance(self._runner, (Session, BackendSession))
+        assert isinstance(self._runner, Session)
         return self._runner.run(feeds)

@@ -1,55 +1,56 @@
-"""`compile_model`: the whole compiler, one named step after another.
+"""`compile_model`: the whole compiler, one named stage after another, for every target.
 
-    verify IR -> rewrite -> schedule -> pack weights -> search kernels
-      -> generate C -> build library -> check -> write artifact
+    verify IR -> rewrite -> schedule -> tune kernels -> generate code -> build
+      -> check -> write artifact
 
-`rewrite` (e-graph saturation) and `search kernels` (measured choice of a variant per
-kernel, through the tuning database) run when a search budget is given
-(`CompileOptions.budget_seconds`, `luminal compile --budget`); without one the compile
-takes the backend's default variants, which is what tests and integrations want.
-Each step is timed; the result says what was built and how long each step took.
+Each stage is a function from a `Job` (the compile so far) to the next `Job`; what differs
+per target the backend supplies through its protocol (`backends/protocol.py`: tuner,
+codegen, build, load), so this file has no per-target branch.
+
+`rewrite` (e-graph saturation) and `tune kernels` (a measured choice of variant per
+kernel, through the tuning database and the backend's `Tuner`) run when a search budget
+is given (`CompileOptions.budget_seconds`, `luminal compile --budget`); without one the
+compile takes the backend's default variants, which is what tests and integrations want.
+`check` runs what `build` produced, through the backend's own loader, against the
+reference interpreter on the model as loaded; when the searched compile disagrees, the
+unsearched one is built and written instead.  Each stage is timed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from luminal._version import __version__
-from luminal.compiler.artifact import write_artifact
-from luminal.compiler.backends.build import compile_for_backend, model_record
-from luminal.compiler.backends.cpu import blas, codegen, toolchain
+from luminal.compiler.artifact import MANIFEST, Manifest, Memory, SourceModel, write_artifact
+from luminal.compiler.backends.protocol import Built, Request
 from luminal.compiler.backends.target import Target, resolve
+from luminal.compiler.check import CheckResult, CheckStatus, check_build
 from luminal.compiler.frontend.model import LoadedModel
-from luminal.compiler.hardware import CpuInfo, detect_cpu
 from luminal.compiler.ir import Graph, spec
-from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.options import CompileOptions
 from luminal.compiler.schedule import Schedule, schedule
-from luminal.compiler.search import costmodel
-from luminal.errors import UsageError
+from luminal.compiler.schedule.variant import Variant
+from luminal.compiler.schedule.work import cost
+from luminal.compiler.search.kernels import KernelSearchOptions, KernelSearchReport
+from luminal.compiler.search.saturate import SaturationReport
+from luminal.errors import CompilerError, LuminalError, UsageError, one_line
 
-if TYPE_CHECKING:
-    from luminal.compiler.search.kernels import KernelSearchReport
+__all__ = [
+    "DEFAULT_BUDGET_SECONDS",
+    "STEPS",
+    "TARGETS",
+    "CompileOptions",
+    "CompileResult",
+    "compile_model",
+]
 
 #: The built-in targets; plugins add their own names (compiler/backends/registry.py).
 TARGETS = ("auto", "cpu", "cuda", "rocm")
-STEPS = (
-    "verify IR",
-    "rewrite",
-    "schedule",
-    "pack weights",
-    "search kernels",
-    "generate C",
-    "build library",
-    "check",
-    "write artifact",
-)
 #: `luminal compile`'s default search budget: a suite model compiles cold in under 3
 #: minutes on 2 cores with it (measured figures in docs/search.md).
 DEFAULT_BUDGET_SECONDS = 90.0
@@ -60,24 +61,150 @@ REWRITE_SHARE = 0.15
 REWRITE_MIN_SECONDS = 5.0
 REWRITE_MAX_SECONDS = 15.0
 
+Progress = Callable[[str, int, int], None]
+
 
 @dataclass(frozen=True)
-class CompileOptions:
-    target: str = "cpu"
-    tile_m: int | None = None  # contraction register tile; None picks by vector width
-    tile_n: int | None = None
-    openmp: bool = True
-    # Search: None = no search (default variants, no tuning database); 0 = rewrite and take
-    # tuning-database hits, measure nothing; > 0 = rewrite and measure for up to this long.
-    budget_seconds: float | None = None
-    top_k: int = 4  # candidates per kernel that get timed
-    tuning_db: str | None = None  # path; None: $LUMINAL_TUNING_DB or $LUMINAL_HOME/tuning.db
-    use_tuning_db: bool = True  # False: measure even what the database knows
-    rewrite: bool = True  # e-graph rewrites when searching
+class Job:
+    """The compile so far: what each stage reads and what it adds."""
 
-    def cache_key(self) -> str:
-        text = json.dumps(asdict(self), sort_keys=True) + __version__
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+    model: LoadedModel
+    output: Path
+    options: CompileOptions
+    target: Target
+    deadline: float  # time.monotonic() by which measuring stops
+    progress: Progress | None
+    graph: Graph
+    sched: Schedule | None = None
+    rewrite: SaturationReport | None = None
+    search: KernelSearchReport | None = None
+    variants: Mapping[str, Variant] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    built: Built | None = None
+    manifest: Manifest | None = None
+    check: CheckResult | None = None
+
+    @property
+    def request(self) -> Request:
+        assert self.sched is not None
+        return Request(self.sched, self.options, self.target.device, self.variants)
+
+    @property
+    def searched(self) -> bool:
+        """Whether the search changed anything: a rewritten graph or a chosen variant."""
+        return self.rewrite is not None or bool(self.variants)
+
+
+def verify(job: Job) -> Job:
+    spec.check(job.graph)
+    return job
+
+
+def rewrite(job: Job) -> Job:
+    if not (job.options.searching and job.options.rewrite):
+        return job
+    from luminal.compiler.search.saturate import SaturationBudget
+    from luminal.compiler.search.saturate import rewrite as saturate
+
+    budget = max(job.options.budget_seconds or 0.0, 0.0)
+    seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))
+    graph, report = saturate(job.graph, dataclasses.replace(SaturationBudget(), seconds=seconds))
+    return dataclasses.replace(job, graph=graph, rewrite=report)
+
+
+def schedule_graph(job: Job) -> Job:
+    return dataclasses.replace(job, sched=schedule(job.graph))
+
+
+def tune(job: Job) -> Job:
+    if not job.options.searching:
+        return job
+    backend = job.target.backend
+    tuner = _call(backend.name, "tuning", lambda: backend.tuner(job.request))
+    if tuner is None:  # nothing to tune on this target (or no device to time it on)
+        return job
+    from luminal.compiler.search.kernels import search_kernels
+    from luminal.compiler.search.tunedb import TuningDB
+
+    o = job.options
+    search = KernelSearchOptions(
+        deadline=job.deadline,
+        top_k=o.top_k,
+        use_cache=o.use_tuning_db,
+        measure=(o.budget_seconds or 0) > 0,
+    )
+    try:
+        db: TuningDB | None = TuningDB(Path(o.tuning_db) if o.tuning_db else None)
+    except UsageError:
+        if o.tuning_db:
+            raise  # a path the user named: their mistake, say so
+        db = None  # the default database cannot be opened (read-only home): search without
+    try:
+        assert job.sched is not None
+        report = search_kernels(job.sched, tuner, db, search, job.progress)
+    finally:
+        if db is not None:
+            db.close()
+    return dataclasses.replace(job, search=report, variants=dict(report.variants))
+
+
+def generate(job: Job) -> Job:
+    backend = job.target.backend
+    sources = _call(backend.name, "code generation", lambda: backend.codegen(job.request))
+    return dataclasses.replace(job, sources=dict(sources))
+
+
+def build(job: Job) -> Job:
+    backend = job.target.backend
+    built = _call(backend.name, "building", lambda: backend.build(job.request, job.sources))
+    _check_built(backend.name, backend.kind, built)
+    return dataclasses.replace(job, built=built, manifest=_manifest(job, built))
+
+
+def check(job: Job) -> Job:
+    """The built model against the reference on the model as loaded.  A searched compile
+    that disagrees although each piece passed its own check is replaced by the
+    unsearched compile rather than written wrong."""
+    assert job.manifest is not None and job.built is not None
+    result = check_build(job.target.backend, job.model.graph, job.manifest, job.built.members)
+    if result.status is not CheckStatus.FAILED or not job.searched:
+        return dataclasses.replace(job, check=result)
+    plain = dataclasses.replace(
+        job, graph=job.model.graph, rewrite=None, search=job.search, variants={}
+    )
+    for stage in (schedule_graph, generate, build):
+        plain = stage(plain)
+    assert plain.manifest is not None and plain.built is not None
+    again = check_build(job.target.backend, job.model.graph, plain.manifest, plain.built.members)
+    fell_back = CheckResult(CheckStatus.FELL_BACK, f"{result.detail}; unsearched: {again.detail}")
+    # The report keeps what the search found (and the rewrite's statistics): it is
+    # what was measured, even though the artifact does not use it.
+    return dataclasses.replace(plain, rewrite=job.rewrite, check=fell_back)
+
+
+def write(job: Job) -> Job:
+    assert job.manifest is not None and job.built is not None
+    write_artifact(job.output, job.manifest, job.built.members)
+    return job
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Job], Job]
+
+
+STAGES = (
+    Stage("verify IR", verify),
+    Stage("rewrite", rewrite),
+    Stage("schedule", schedule_graph),
+    Stage("tune kernels", tune),
+    Stage("generate code", generate),
+    Stage("build", build),
+    Stage("check", check),
+    Stage("write artifact", write),
+)
+STEPS = tuple(s.name for s in STAGES)
 
 
 @dataclass(frozen=True)
@@ -92,236 +219,140 @@ class CompileResult:
     toolchain: str
     cpu_features: tuple[str, ...]
     seconds: dict[str, float] = field(default_factory=dict)
-    rewrite: dict[str, object] | None = None  # the e-graph's SaturationReport
-    search: dict[str, object] | None = None  # the KernelSearchReport
-    interrupted: bool = False  # Ctrl-C during the search: best-so-far artifact written
-    check: str | None = None  # the searched model against the reference: "passed" or why not
-    flops: float = 0.0  # per run, counted from the schedule (search.costmodel.work)
+    rewrite: SaturationReport | None = None  # the e-graph's report, when it ran
+    search: KernelSearchReport | None = None  # the kernel search's report, when it ran
+    check: CheckResult | None = None
+    flops: float = 0.0  # per run, counted from the schedule (`schedule.work.cost`)
     bytes_moved: float = 0.0  # per run: what every kernel reads and writes
     target: str = "cpu"  # the backend that compiled it
-    device: str | None = None  # the device it was built for, when not this CPU
+    device: str | None = None  # the device it was built for, when one was here
+    notes: Mapping[str, Any] = field(default_factory=dict)  # the backend's
 
-    @classmethod
-    def of(
-        cls,
-        sched: Schedule,
-        output: Path,
-        seconds: dict[str, float],
-        rewrite_report: Any,
-        **fields: Any,
-    ) -> CompileResult:
-        """A result for any target: what the schedule and the written artifact say, plus
-        the target's own `fields` (toolchain, features, search, ...)."""
-        stats = sched.to_json()
-        return cls(
-            path=output,
-            kernels=len(sched.kernels),
-            kernel_kinds=dict(stats["kernel_kinds"]),  # type: ignore[call-overload]
-            arena_bytes=sched.arena_bytes,
-            intermediate_bytes=sched.intermediate_bytes,
-            weights_bytes=sched.weights_bytes,
-            artifact_bytes=output.stat().st_size,
-            seconds=seconds,
-            rewrite=None if rewrite_report is None else rewrite_report.to_json(),
-            **fields,
-        )
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C during the search: the best-so-far artifact was written."""
+        return self.search is not None and self.search.interrupted
 
     @property
     def total_seconds(self) -> float:
         return sum(self.seconds.values())
 
+    @staticmethod
+    def of(job: Job, seconds: dict[str, float]) -> CompileResult:
+        sched, built = job.sched, job.built
+        assert sched is not None and built is not None
+        costs = [cost(sched, k) for k in sched.kernels]
+        stats = sched.to_json()
+        device = job.target.device
+        return CompileResult(
+            path=job.output,
+            kernels=len(sched.kernels),
+            kernel_kinds=dict(stats["kernel_kinds"]),  # type: ignore[call-overload]
+            arena_bytes=sched.arena_bytes,
+            intermediate_bytes=sched.intermediate_bytes,
+            weights_bytes=sched.weights_bytes,
+            artifact_bytes=job.output.stat().st_size,
+            toolchain=str(built.target.get("toolchain") or f"{job.target.name} backend"),
+            cpu_features=tuple(built.target.get("cpu_features", ())),
+            seconds=seconds,
+            rewrite=job.rewrite,
+            search=job.search,
+            check=job.check,
+            flops=float(sum(c.flops for c in costs)),
+            bytes_moved=float(sum(c.bytes for c in costs)),
+            target=job.target.name,
+            device=device.name if device is not None else None,
+            notes=dict(built.notes),
+        )
+
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["path"] = str(self.path)
-        data["cpu_features"] = list(self.cpu_features)
-        data["total_seconds"] = self.total_seconds
-        return data
+        return {
+            "path": str(self.path),
+            "target": self.target,
+            "device": self.device,
+            "kernels": self.kernels,
+            "kernel_kinds": self.kernel_kinds,
+            "arena_bytes": self.arena_bytes,
+            "intermediate_bytes": self.intermediate_bytes,
+            "weights_bytes": self.weights_bytes,
+            "artifact_bytes": self.artifact_bytes,
+            "toolchain": self.toolchain,
+            "cpu_features": list(self.cpu_features),
+            "seconds": self.seconds,
+            "total_seconds": self.total_seconds,
+            "rewrite": None if self.rewrite is None else self.rewrite.to_json(),
+            "search": None if self.search is None else self.search.to_json(),
+            "interrupted": self.interrupted,
+            "check": None if self.check is None else self.check.to_json(),
+            "flops": self.flops,
+            "bytes_moved": self.bytes_moved,
+            "notes": dict(self.notes),
+        }
 
 
 def compile_model(
     model: LoadedModel,
     output: Path,
-    options: CompileOptions = CompileOptions(),
+    options: CompileOptions | None = None,
     on_step: Callable[[str], None] | None = None,
-    on_progress: Callable[[str, int, int], None] | None = None,
+    on_progress: Progress | None = None,
     target: Target | None = None,
 ) -> CompileResult:
     """Compile for `options.target` ("auto", "cpu", "cuda", "rocm" or a plugin's name;
-    compiler/backends/target.py), or for `target` when the caller resolved it already.
-    Targets other than the CPU go through their backend (compiler/backends/build.py)."""
+    compiler/backends/target.py), or for `target` when the caller resolved it already."""
+    started = time.monotonic()
+    options = options or CompileOptions()
     target = target or resolve(options.target)  # UsageError: unknown target, or device absent
     options = dataclasses.replace(options, target=target.name)
-    if target.name != "cpu":
-        return compile_for_backend(model, output, options, target, on_step)
-    started = time.monotonic()
-    seconds: dict[str, float] = {}
-    clock = _Clock(seconds, on_step)
-    graph = model.graph
-    searching = options.budget_seconds is not None
     budget = max(options.budget_seconds or 0.0, 0.0)
-    with clock("verify IR"):
-        spec.check(graph)
-    rewrite_report = None
-    with clock("rewrite"):
-        if searching and options.rewrite:
-            graph, rewrite_report = _rewrite(graph, budget)
-    with clock("schedule"):
-        sched = schedule(graph)
-    cpu = detect_cpu()
-    flags, features = toolchain.feature_flags(cpu)
-    tc = toolchain.find_toolchain()
-    cg = codegen.options_for(features, options.openmp and tc.openmp, options.tile_m, options.tile_n)
-    with clock("pack weights"):
-        weights = sched.weights_blob()
-    search_report = None
-    with clock("search kernels"):
-        if searching:
-            search_report = _search(
-                sched, cg, tc, flags, features, weights, cpu, options, started + budget, on_progress
-            )
-            cg = dataclasses.replace(cg, variants=dict(search_report.variants))
-    with clock("generate C"):
-        source = codegen.generate(sched, cg)
-    with clock("build library"):
-        library = toolchain.build_shared_library(source, tc, flags)
-    check = None
-    with clock("check"):
-        if searching and (rewrite_report is not None or cg.variants):
-            check = "passed"
-            if not _agrees(model.graph, sched, library, weights):
-                # What the search chose (a rewrite, a kernel variant) disagrees with the
-                # reference on the whole model although each piece passed its own check:
-                # ship the unsearched compile rather than a wrong artifact.
-                check = "failed: wrote the unsearched compile instead"
-                graph = model.graph
-                sched = schedule(graph)
-                weights = sched.weights_blob()
-                cg = dataclasses.replace(cg, variants={})
-                source = codegen.generate(sched, cg)
-                library = toolchain.build_shared_library(source, tc, flags)
-    with clock("write artifact"):
-        manifest = {
-            "compiler_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "abi": 1,
-            "target": {
-                "kind": "cpu",
-                "arch": cpu.arch,
-                "cpu_features": list(features),
-                "cpu_model": cpu.model,
-                "toolchain": tc.describe(),
-                "flags": list(toolchain.BASE_FLAGS) + list(flags),
-                **blas.record(source),  # the OpenBLAS linked, when a kernel calls it
-            },
-            **model_record(model, sched, options),
-            "variants": {name: v.to_json() for name, v in cg.variants.items()},
-        }
-        write_artifact(
-            output,
-            manifest,
-            {"model.so": library, "weights.bin": weights, "model.c": source.encode()},
-        )
-    work = [costmodel.work(sched, k) for k in sched.kernels]
-    return CompileResult.of(
-        sched,
-        output,
-        seconds,
-        rewrite_report,
-        toolchain=tc.describe(),
-        cpu_features=features,
-        search=None if search_report is None else search_report.to_json(),
-        interrupted=search_report is not None and search_report.interrupted,
-        check=check,
-        flops=sum(w.flops for w in work),
-        bytes_moved=sum(w.bytes for w in work),
+    job = Job(model, output, options, target, started + budget, on_progress, model.graph)
+    seconds: dict[str, float] = {}
+    for stage in STAGES:
+        if on_step:
+            on_step(stage.name)
+        start = time.perf_counter()
+        job = stage.run(job)
+        seconds[stage.name] = time.perf_counter() - start
+    return CompileResult.of(job, seconds)
+
+
+def _manifest(job: Job, built: Built) -> Manifest:
+    sched = job.sched
+    assert sched is not None
+    device = job.target.device
+    return Manifest(
+        compiler_version=__version__,
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        target={**built.target, "device": device.to_json() if device is not None else None},
+        source=SourceModel(job.model.source, job.model.format),
+        inputs=tuple(sched.graph.input_specs()),
+        outputs=tuple(sched.graph.output_specs()),
+        memory=Memory(sched.arena_bytes, sched.intermediate_bytes, sched.weights_bytes),
+        options=job.options.to_json(),
+        schedule=sched.to_json(),
+        variants=dict(job.variants),
+        notes=dict(built.notes),
     )
 
 
-def _rewrite(graph: Graph, budget: float) -> tuple[Graph, Any]:
-    from luminal.compiler.search.saturate import SaturationBudget, rewrite
-
-    seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))
-    return rewrite(graph, dataclasses.replace(SaturationBudget(), seconds=seconds))
-
-
-def _search(
-    sched: Schedule,
-    cg: codegen.CodegenOptions,
-    tc: toolchain.Toolchain,
-    flags: tuple[str, ...],
-    features: tuple[str, ...],
-    weights: bytes,
-    cpu: CpuInfo,
-    options: CompileOptions,
-    deadline: float,
-    on_progress: Callable[[str, int, int], None] | None,
-) -> KernelSearchReport:
-    from luminal.compiler.search.kernels import KernelSearchOptions, search_kernels
-    from luminal.compiler.search.tunedb import TuningDB
-
-    device = device_fingerprint(cpu)
-    search = KernelSearchOptions(
-        deadline=deadline,
-        top_k=options.top_k,
-        use_cache=options.use_tuning_db,
-        measure=(options.budget_seconds or 0) > 0,
-    )
+def _call(name: str, what: str, fn: Callable[[], Any]) -> Any:
+    """A backend's stage; a foreign exception from it (a plugin's bug) is one line."""
     try:
-        db: TuningDB | None = TuningDB(Path(options.tuning_db) if options.tuning_db else None)
-    except UsageError:
-        if options.tuning_db:
-            raise  # a path the user named: their mistake, say so
-        db = None  # the default database cannot be opened (read-only home): search without
-    try:
-        return search_kernels(
-            sched,
-            cg,
-            tc,
-            flags,
-            features,
-            weights,
-            device,
-            cpu.logical_cores,
-            db,
-            search,
-            on_progress,
+        return fn()
+    except (LuminalError, KeyboardInterrupt):
+        raise
+    except Exception as err:
+        raise CompilerError(f"target '{name}': {what} failed: {one_line(err)}") from None
+
+
+def _check_built(name: str, kind: str, built: Built) -> None:
+    """The backend's target record is how the runtime finds the backend again."""
+    data = built.target
+    if data.get("backend") != name or data.get("kind") != kind:
+        raise CompilerError(
+            f"target '{name}': its backend recorded target {{kind: {data.get('kind')!r}, "
+            f"backend: {data.get('backend')!r}}}; it must be {{kind: {kind!r}, backend: {name!r}}}"
         )
-    finally:
-        if db is not None:
-            db.close()
-
-
-def device_fingerprint(cpu: CpuInfo) -> str:
-    """The tuning database's device key: the CPU's fingerprint and the threads it runs."""
-    return f"cpu-{cpu.fingerprint}-t{cpu.logical_cores}"
-
-
-def _agrees(original: Graph, sched: Schedule, library: bytes, weights: bytes) -> bool:
-    """The searched library (rewritten graph, chosen variants) against the reference
-    interpreter on the model as loaded, on random inputs."""
-    from luminal.compiler.search import measure
-
-    feeds = measure.random_feeds(original, seed=1)
-    want = reference.run(original, feeds)
-    got = measure.run_model(sched, library, weights, feeds)
-    return all(measure.matches(got[name], want[name])[0] for name in want)
-
-
-class _Clock:
-    def __init__(self, seconds: dict[str, float], on_step: Callable[[str], None] | None) -> None:
-        self.seconds = seconds
-        self.on_step = on_step
-        self.step = ""
-        self.start = 0.0
-
-    def __call__(self, step: str) -> _Clock:
-        self.step = step
-        return self
-
-    def __enter__(self) -> None:
-        if self.on_step:
-            self.on_step(self.step)
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds[self.step] = time.perf_counter() - self.start
+    bad = [m for m in built.members if m == MANIFEST or not m or "/" in m or m.startswith(".")]
+    if bad:
+        raise CompilerError(f"target '{name}': its backend produced bad member names {bad}")

@@ -2,12 +2,13 @@
 
 It is a ZIP archive (members stored, not compressed) with
 
-    manifest.json   format and compiler versions, target and required CPU features,
-                    input/output names, shapes and dtypes, memory plan, and the SHA-256
-                    and size of every other member
-    model.so        the compiled model (entry point `lum_run`)
-    weights.bin     packed constants, 64-byte aligned
-    model.c         the generated source, for audit
+    manifest.json   the `Manifest` (artifact/manifest.py: compiler version, the
+                    backend's target record, inputs and outputs, memory plan, chosen
+                    variants), the format version, and the SHA-256 and size of every
+                    other member
+    ...             the backend's members; on the CPU `model.so` (entry point
+                    `lum_run`), `weights.bin` (packed constants, 64-byte aligned) and
+                    `model.c` (the generated source, for audit)
 
 `write_artifact` writes to a temporary file beside the target and renames it, so an
 artifact is either complete or absent.  `read_artifact` checks every hash before
@@ -26,16 +27,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from luminal.compiler.artifact.manifest import Manifest, Memory, SourceModel
 from luminal.errors import ArtifactIncompatible, IntegrityError, UsageError
 
 FORMAT = "luminal-artifact"
-FORMAT_VERSION = 1
+#: 2: the typed manifest (every target's record names its backend; the CPU's ABI moved
+#: into its target record).
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+
+__all__ = [
+    "MANIFEST",
+    "Artifact",
+    "Manifest",
+    "Memory",
+    "SourceModel",
+    "read_artifact",
+    "sha256",
+    "write_artifact",
+]
 
 
 @dataclass(frozen=True)
 class Artifact:
-    manifest: Mapping[str, Any]
+    manifest: Manifest
     members: Mapping[str, bytes]  # verified contents, manifest excluded
 
 
@@ -43,8 +58,8 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_artifact(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> None:
-    full = dict(manifest)
+def write_artifact(path: Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
+    full = manifest.to_json()
     full["format"] = FORMAT
     full["format_version"] = FORMAT_VERSION
     full["members"] = {
@@ -53,10 +68,13 @@ def write_artifact(path: Path, manifest: Mapping[str, Any], members: Mapping[str
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-            z.writestr(MANIFEST, json.dumps(full, indent=2, sort_keys=True))
-            for name, data in members.items():
-                z.writestr(name, data)
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
+                z.writestr(MANIFEST, json.dumps(full, indent=2, sort_keys=True))
+                for name, data in members.items():
+                    z.writestr(name, data)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename makes it the artifact
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
@@ -75,7 +93,14 @@ def read_artifact(path: Path) -> Artifact:
                 raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
             manifest = json.loads(z.read(MANIFEST))
             _check_format(path, manifest)
+            typed = Manifest.from_json(manifest, str(path))
             listed = manifest.get("members", {})
+            if not isinstance(listed, dict) or not all(
+                isinstance(i, dict) for i in listed.values()
+            ):
+                raise IntegrityError(
+                    f"{path}: manifest field 'members' is not an object of records"
+                )
             extra = set(names) - set(listed) - {MANIFEST}
             if extra:
                 raise IntegrityError(f"{path}: members not in the manifest: {sorted(extra)}")
@@ -92,7 +117,7 @@ def read_artifact(path: Path) -> Artifact:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
         # A damaged member fails the ZIP's own CRC before our hash: same verdict.
         raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
-    return Artifact(manifest, members)
+    return Artifact(typed, members)
 
 
 def _check_format(path: Path, manifest: Any) -> None:

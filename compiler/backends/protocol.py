@@ -1,14 +1,20 @@
 """The backend protocol: what every target (built-in or plugin) provides.
 
-A backend turns a backend-neutral `Schedule` into artifact members for one kind of
-device, and later turns those members back into something that runs:
+A backend supplies the target-specific stages of the one pipeline (`compiler/pipeline.py`)
+and nothing else; the pipeline runs them in the same order for every target:
 
     discover() -> devices of this kind on this machine (none is normal, never an error)
     capabilities(device) -> what it can run (dtypes, kernel kinds), for error messages
-    codegen(schedule, options, device) -> generated source text, by member name
-    compile(schedule, options, device) -> Built: the target record and every member
-    load(manifest, members) -> Executable (raises ArtifactIncompatible without the device)
-    time(executable, feeds, repeats) -> seconds per run
+    tuner(request) -> a `Tuner` (search/tuner.py): candidate variants per kernel, a cost
+        model and a bench that times them; None when it has nothing to tune
+    codegen(request) -> generated source text, by artifact member name
+    build(request, sources) -> Built: the target record and every artifact member
+    load(manifest, members) -> Executable (ArtifactIncompatible without the device); the
+        pipeline's whole-model check runs what `build` produced through it, so a backend
+        is checked against the reference interpreter before its artifact is written
+
+A `Request` is what the pipeline asks for: the schedule, the options, the device (None
+when compiling without it) and the variant the search chose for each kernel.
 
 Built-in backends and those named by Python entry points in the group
 `luminal.backends` share one registry (`luminal.compiler.backends.registry`).
@@ -23,11 +29,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from luminal.compiler.hardware.device import Device
+from luminal.compiler.options import CompileOptions
+from luminal.compiler.schedule import Schedule
+from luminal.compiler.schedule.variant import Variant
 
 if TYPE_CHECKING:
+    from luminal.compiler.artifact.manifest import Manifest
     from luminal.compiler.ir import TensorSpec
-    from luminal.compiler.pipeline import CompileOptions
-    from luminal.compiler.schedule import Schedule
+    from luminal.compiler.search.tuner import Tuner
 
 ENTRY_POINT_GROUP = "luminal.backends"
 
@@ -40,8 +49,18 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Request:
+    """What the pipeline asks a backend to tune, generate and build."""
+
+    sched: Schedule
+    options: CompileOptions = field(default_factory=CompileOptions)
+    device: Device | None = None
+    variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
+
+
+@dataclass(frozen=True)
 class Built:
-    """What `compile` returns: `target` becomes the manifest's "target" record (it must
+    """What `build` returns: `target` becomes the manifest's "target" record (it must
     hold "kind" and "backend"); `members` are stored beside manifest.json."""
 
     target: Mapping[str, Any]
@@ -67,14 +86,10 @@ class Backend(Protocol):
 
     def capabilities(self, device: Device | None) -> Capabilities: ...
 
-    def codegen(
-        self, sched: Schedule, options: CompileOptions, device: Device | None
-    ) -> Mapping[str, str]: ...
+    def tuner(self, request: Request) -> Tuner | None: ...
 
-    def compile(self, sched: Schedule, options: CompileOptions, device: Device | None) -> Built: ...
+    def codegen(self, request: Request) -> Mapping[str, str]: ...
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> Executable: ...
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built: ...
 
-    def time(
-        self, exe: Executable, feeds: Mapping[str, np.ndarray], repeats: int
-    ) -> list[float]: ...
+    def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> Executable: ...

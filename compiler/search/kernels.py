@@ -1,10 +1,14 @@
 """Measured extraction: choose one variant per kernel by timing the best candidates.
 
+Backend-neutral: what a kernel can be, what it costs and how it is timed come from the
+backend's `Tuner` (search/tuner.py); this module only spends the budget.
+
     group kernels by structure hash (identical layers are searched once)
       -> tuning database hit? take the stored winner
       -> else rank the group's candidates with the cost model, keep the best K (the
          default always stays in, as the baseline), and queue the group
-    build one timing library for every queued group (one compiler run)
+    one kernel bench for every queued group (on the CPU: one timing library, one
+      compiler run)
     measure groups from the most expensive down, while the budget lasts:
       check each candidate against the reference interpreter, time it (median of
       repeats, early stop when clearly slower), store every timing in the database
@@ -24,12 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luminal._version import __version__
-from luminal.compiler.backends.cpu import codegen, toolchain
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
-from luminal.compiler.search import costmodel, measure, space
 from luminal.compiler.search.structure import unique
 from luminal.compiler.search.tunedb import Measurement, TuningDB
+from luminal.compiler.search.tuner import Machine, Timing, Tuner, kendall_tau
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class KernelSearchReport:
     interrupted: bool
     out_of_budget: bool
     seconds: float
-    machine: costmodel.Machine | None
+    machine: Machine | None
     variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
 
     @property
@@ -131,24 +134,19 @@ class KernelSearchOptions:
 
 def search_kernels(
     sched: Schedule,
-    cg: codegen.CodegenOptions,
-    tc: toolchain.Toolchain,
-    flags: tuple[str, ...],
-    features: tuple[str, ...],
-    weights: bytes,
-    device: str,
-    cores: int,
+    tuner: Tuner,
     db: TuningDB | None,
     options: KernelSearchOptions,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelSearchReport:
     start = time.monotonic()
+    device = tuner.device_key
     groups = unique(sched, sched.kernels)
     chosen: dict[str, KernelChoice] = {}
     queued: dict[str, tuple[list[Kernel], tuple[Variant, ...]]] = {}
     for h, kernels in groups.items():
         k = kernels[0]
-        variants = space.alternatives(sched, k, features)
+        variants = _candidates(tuner, sched, k)
         hit = db.winner(h, device, __version__) if (db is not None and options.use_cache) else None
         if hit is not None and hit.variant in variants:
             assert db is not None
@@ -164,31 +162,20 @@ def search_kernels(
             queued[h] = (kernels, variants)
 
     interrupted = out_of_budget = False
-    machine: costmodel.Machine | None = None
+    machine: Machine | None = None
     if queued:
         try:
-            machine = _machine(db, tc, flags, device, cores)
+            machine = _machine(db, tuner)
             ranked: dict[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]] = {}
             for h, (kernels, variants) in queued.items():
-                est = [
-                    costmodel.estimate(machine, sched, kernels[0], v, (cg.mr, cg.nr))
-                    for v in variants
-                ]
+                est = [tuner.estimate(machine, sched, kernels[0], v) for v in variants]
                 keep = sorted(range(len(variants)), key=lambda i: est[i])[: options.top_k]
                 if 0 not in keep:
                     keep = [*keep[: options.top_k - 1], 0]
                 ranked[h] = (kernels, tuple(variants[i] for i in keep), [est[i] for i in keep])
             if progress:
-                progress("building timing library", 0, len(ranked))
-            lib = measure.build(
-                sched,
-                cg,
-                {ks[0].name: vs for ks, vs, _ in ranked.values()},
-                tc,
-                flags,
-                weights,
-                measure.random_feeds(sched.graph),
-            )
+                progress("building the kernel bench", 0, len(ranked))
+            lib = tuner.bench(sched, {ks[0].name: vs for ks, vs, _ in ranked.values()})
             # Most expensive kernels (by the default's estimate times instances) first.
             order = sorted(
                 ranked, key=lambda h: -ranked[h][2][ranked[h][1].index(DEFAULT)] * len(ranked[h][0])
@@ -205,7 +192,7 @@ def search_kernels(
                     kernels[0],
                     variants,
                     rank,
-                    should_stop=lambda: time.monotonic() >= options.deadline,
+                    lambda: time.monotonic() >= options.deadline,
                 )
                 chosen[h] = _from_timings(sched, h, kernels, variants, est, timings)
                 if db is not None:
@@ -248,16 +235,20 @@ def search_kernels(
     )
 
 
-def _machine(
-    db: TuningDB | None, tc: toolchain.Toolchain, flags: tuple[str, ...], device: str, cores: int
-) -> costmodel.Machine:
+def _candidates(tuner: Tuner, sched: Schedule, kernel: Kernel) -> tuple[Variant, ...]:
+    """The tuner's candidates, the default first and without duplicates."""
+    return tuple(dict.fromkeys((DEFAULT, *tuner.candidates(sched, kernel))))
+
+
+def _machine(db: TuningDB | None, tuner: Tuner) -> Machine:
+    """The device's calibration: from the database when it was measured before."""
     if db is not None:
-        cached = db.machine(device)
+        cached = db.machine(tuner.device_key)
         if cached is not None:
             return cached
-    m = costmodel.calibrate(tc, flags, cores)
+    m = tuner.calibrate()
     if db is not None:
-        db.record_machine(device, m)
+        db.record_machine(tuner.device_key, m)
     return m
 
 
@@ -267,14 +258,12 @@ def _from_timings(
     kernels: list[Kernel],
     variants: tuple[Variant, ...],
     est: list[float],
-    timings: list[measure.Timing],
+    timings: list[Timing],
 ) -> KernelChoice:
     ok = [t for t in timings if t.ok and t.seconds != float("inf")]
     default = next((t.seconds for t in ok if t.variant == DEFAULT), None)
     full = [t for t in ok if not t.stopped_early]
-    tau = costmodel.kendall_tau(
-        [est[variants.index(t.variant)] for t in full], [t.seconds for t in full]
-    )
+    tau = kendall_tau([est[variants.index(t.variant)] for t in full], [t.seconds for t in full])
     if not ok:
         return _choice(
             sched, h, kernels, DEFAULT, "default", None, None, len(variants), len(timings), None

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from luminal.compiler.schedule.variant import Variant
-from luminal.compiler.search.costmodel import Machine
+from luminal.compiler.search.tuner import Machine
 from luminal.errors import UsageError
 
 ENV_VAR = "LUMINAL_TUNING_DB"

@@ -126,9 +126,9 @@ def run_bench(
     manifest = session.manifest
     data["software"] = {
         **versions(),
-        "compiler_version": manifest.get("compiler_version"),
-        "toolchain": manifest.get("target", {}).get("toolchain"),
-        "flags": manifest.get("target", {}).get("flags"),
+        "compiler_version": manifest.compiler_version,
+        "toolchain": manifest.target.get("toolchain"),
+        "flags": manifest.target.get("flags"),
     }
     data["baseline"] = {
         "name": baseline.name,
@@ -139,7 +139,7 @@ def run_bench(
     data["candidate"] = {
         "name": "luminal",
         "artifacts": [str(a) for a in artifacts],
-        "source": manifest.get("source"),
+        "source": {"path": manifest.source.path, "format": manifest.source.format},
         "compiled_here": req.compile_first,
     }
     data["inputs"] = sets.describe()
@@ -227,7 +227,7 @@ def _artifact_and_model(
         if req.model is not None:
             return target, req.model
         manifest = read_artifact(target).manifest
-        source = Path(str(manifest.get("source", {}).get("path", "")))
+        source = Path(manifest.source.path)
         if not source.is_file():
             raise UsageError(
                 f"{target}: the model it was compiled from ({source}) is not there; pass --model"
@@ -315,7 +315,7 @@ def _symbolic_batch(model: Path) -> str | None:
 def _largest_batch(session: luminal.Session, base: int, max_batch: int) -> int:
     """The largest base x 2^k <= max_batch whose memory (arena, inputs, outputs, growing
     linearly with the batch) fits in half the available memory."""
-    per_call = int(session.manifest["memory"]["arena_bytes"])
+    per_call = session.manifest.memory.arena_bytes
     for s in (*session.inputs, *session.outputs):
         per_call += int(np.prod(s.shape, dtype=np.int64)) * s.dtype.np.itemsize
     budget = _available_memory() // 2

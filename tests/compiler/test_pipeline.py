@@ -6,6 +6,7 @@ import json
 import subprocess
 import threading
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -128,11 +129,11 @@ def test_tampered_library_is_never_loaded(small_artifact, tmp_path) -> None:  # 
 def test_artifact_for_missing_cpu_features_is_refused(small_artifact, tmp_path) -> None:  # type: ignore[no-untyped-def]
     src, _ = small_artifact
     art = read_artifact(src)
-    manifest = dict(art.manifest)
-    manifest["target"] = {
-        **manifest["target"],
-        "cpu_features": [*manifest["target"]["cpu_features"], "amx_tile_from_the_future"],
-    }
+    target = art.manifest.target
+    manifest = replace(
+        art.manifest,
+        target={**target, "cpu_features": [*target["cpu_features"], "amx_tile_from_the_future"]},
+    )
     other = tmp_path / "other.lmnl"
     write_artifact(other, manifest, art.members)
     with pytest.raises(ArtifactIncompatible, match="amx_tile_from_the_future"):

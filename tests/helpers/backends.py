@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from luminal.compiler.backends.protocol import Built, Capabilities, Executable
+from luminal.compiler.backends.protocol import Built, Capabilities, Executable, Request
 from luminal.compiler.hardware import Device
 from luminal.compiler.ir import interpreter
+from luminal.errors import ArtifactIncompatible
 
 
 def device(kind: str, name: str, index: int = 0) -> Device:
@@ -41,22 +42,24 @@ class FakeBackend:
     def capabilities(self, device: Device | None) -> Capabilities:
         return Capabilities(("f32",), ("elementwise",), self.needs_device)
 
-    def codegen(self, sched: Any, options: Any, device: Device | None) -> Mapping[str, str]:
-        return {"kernels.txt": "\n".join(k.name for k in sched.kernels)}
+    def tuner(self, request: Request) -> None:
+        return None
 
-    def compile(self, sched: Any, options: Any, device: Device | None) -> Built:
-        self.compiled_for.append(device)
+    def codegen(self, request: Request) -> Mapping[str, str]:
+        return {"kernels.txt": "\n".join(k.name for k in request.sched.kernels)}
+
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built:
+        self.compiled_for.append(request.device)
         return Built(
             {"kind": self.kind, "backend": self.name, "arch": f"{self.kind}-1"},
-            {"kernels.txt": self.codegen(sched, options, device)["kernels.txt"].encode()},
-            {"kernels": len(sched.kernels)},
+            {"kernels.txt": sources["kernels.txt"].encode()},
+            {"kernels": len(request.sched.kernels)},
         )
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> Executable:
-        raise NotImplementedError  # set per test
-
-    def time(self, exe: Executable, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
-        return [0.0] * repeats
+    def load(self, manifest: Any, members: Mapping[str, bytes]) -> Executable:
+        # Set per test; by default the fake device is never here, so the pipeline's
+        # whole-model check is skipped, as for a GPU compiled for without one.
+        raise ArtifactIncompatible(f"no {self.kind} device here")
 
 
 class GraphExecutable:
@@ -80,17 +83,17 @@ class Broken:
     def capabilities(self, device: Device | None) -> Capabilities:
         return Capabilities(("f32",), (), False)
 
-    def codegen(self, sched: Any, options: Any, device: Device | None) -> Mapping[str, str]:
+    def tuner(self, request: Request) -> None:
+        return None
+
+    def codegen(self, request: Request) -> Mapping[str, str]:
         return {}
 
-    def compile(self, sched: Any, options: Any, device: Device | None) -> Built:
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built:
         raise ValueError("no")
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> Executable:
+    def load(self, manifest: Any, members: Mapping[str, bytes]) -> Executable:
         raise ValueError("no")
-
-    def time(self, exe: Executable, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
-        return []
 
 
 NOT_A_BACKEND = object()

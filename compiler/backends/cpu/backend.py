@@ -1,25 +1,54 @@
-"""The CPU backend as a registry entry: this machine's CPU, C code, a shared library.
+"""The CPU backend: this machine's CPU, generated C, one shared library.
 
-`compile_model` runs the CPU path step by step itself (compiler/pipeline.py); this object
-is what the registry, `--target auto`, `luminal devices` and the search see of it.
+    tuner     `CpuTuner`: register tiles, K blocking, OpenBLAS, Winograd, threading,
+              ranked by a calibrated roofline and timed in one timing library
+    codegen   the schedule as C (`codegen.generate`) with the chosen variants
+    build     the C compiled for this machine's CPU features (`toolchain`), linked with
+              OpenBLAS when a kernel calls it, and the packed weights
+    load      `CpuExecutable`: checks the CPU features, opens the library, runs it
+
+What all of these need to agree on (the CPU's features, the compiler flags, the C
+toolchain, the code generator's options) is worked out once per request (`Context`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
 
-import numpy as np
-
-from luminal.compiler.backends.protocol import Built, Capabilities, Executable
-from luminal.compiler.backends.timing import measure
-from luminal.compiler.hardware import Probe, cpu_device, detect_cpu
+from luminal.compiler.artifact.manifest import Manifest
+from luminal.compiler.backends.cpu import blas, codegen, toolchain
+from luminal.compiler.backends.cpu.executable import ABI, CpuExecutable
+from luminal.compiler.backends.cpu.tuner import CpuTuner
+from luminal.compiler.backends.protocol import Built, Capabilities, Request
+from luminal.compiler.hardware import CpuInfo, Probe, cpu_device, detect_cpu
 from luminal.compiler.hardware.device import Device
 from luminal.compiler.ir import DType
 
-if TYPE_CHECKING:
-    from luminal.compiler.pipeline import CompileOptions
-    from luminal.compiler.schedule import Schedule
+MODEL_C = "model.c"
+
+
+@dataclass(frozen=True)
+class Context:
+    cpu: CpuInfo
+    flags: tuple[str, ...]  # compiler flags for the CPU features used
+    features: tuple[str, ...]  # the cpuinfo features the code needs
+    toolchain: toolchain.Toolchain
+    codegen: codegen.CodegenOptions
+
+    @staticmethod
+    def of(request: Request) -> Context:
+        cpu = detect_cpu()
+        flags, features = toolchain.feature_flags(cpu)
+        tc = toolchain.find_toolchain()
+        o = request.options
+        cg = codegen.options_for(features, o.openmp and tc.openmp, o.tile_m, o.tile_n)
+        return Context(cpu, flags, features, tc, replace(cg, variants=dict(request.variants)))
+
+
+def device_key(cpu: CpuInfo) -> str:
+    """The tuning database's device: the CPU's fingerprint and the threads it runs."""
+    return f"cpu-{cpu.fingerprint}-t{cpu.logical_cores}"
 
 
 class CpuBackend:
@@ -37,44 +66,36 @@ class CpuBackend:
             needs_device_to_compile=True,  # the library is built for this machine's CPU
         )
 
-    def codegen(
-        self, sched: Schedule, options: CompileOptions, device: Device | None
-    ) -> Mapping[str, str]:
-        from luminal.compiler.backends.cpu import codegen, toolchain
-
-        _, features = toolchain.feature_flags(detect_cpu())
-        tc = toolchain.find_toolchain()
-        cg = codegen.options_for(
-            features, options.openmp and tc.openmp, options.tile_m, options.tile_n
+    def tuner(self, request: Request) -> CpuTuner:
+        c = Context.of(request)
+        return CpuTuner(
+            device_key(c.cpu), c.codegen, c.toolchain, c.flags, c.features, c.cpu.logical_cores
         )
-        return {"model.c": codegen.generate(sched, cg)}
 
-    def compile(self, sched: Schedule, options: CompileOptions, device: Device | None) -> Built:
-        from luminal.compiler.backends.cpu import toolchain
+    def codegen(self, request: Request) -> Mapping[str, str]:
+        return {MODEL_C: codegen.generate(request.sched, Context.of(request).codegen)}
 
-        cpu = detect_cpu()
-        flags, features = toolchain.feature_flags(cpu)
-        tc = toolchain.find_toolchain()
-        source = self.codegen(sched, options, device)["model.c"]
-        library = toolchain.build_shared_library(source, tc, flags)
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built:
+        c = Context.of(request)
+        source = sources[MODEL_C]
+        library = toolchain.build_shared_library(source, c.toolchain, c.flags)
         target = {
-            "kind": "cpu",
-            "backend": "cpu",
-            "arch": cpu.arch,
-            "cpu_features": list(features),
-            "cpu_model": cpu.model,
-            "toolchain": tc.describe(),
+            "kind": self.kind,
+            "backend": self.name,
+            "abi": ABI,
+            "arch": c.cpu.arch,
+            "cpu_features": list(c.features),
+            "cpu_model": c.cpu.model,
+            "toolchain": c.toolchain.describe(),
+            "flags": [*toolchain.BASE_FLAGS, *c.flags],
+            **blas.record(source),  # the OpenBLAS linked, when a kernel calls it
         }
-        return Built(
-            target,
-            {"model.so": library, "weights.bin": sched.weights_blob(), "model.c": source.encode()},
-        )
+        members = {
+            "model.so": library,
+            "weights.bin": request.sched.weights_blob(),
+            MODEL_C: source.encode(),
+        }
+        return Built(target, members)
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> Executable:
-        from luminal.compiler.artifact import Artifact
-        from luminal.compiler.runtime.session import open_cpu
-
-        return open_cpu(None, Artifact(manifest, members))
-
-    def time(self, exe: Executable, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
-        return measure(exe, feeds, repeats)
+    def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> CpuExecutable:
+        return CpuExecutable(manifest, members)

@@ -1,15 +1,17 @@
 """The GPU backends: NVIDIA (`cuda`) and AMD (`rocm`), one Triton implementation.
 
+tuner    with the device here: `TritonTuner` (tl.dot tiles and the cuBLAS/hipBLAS
+         alternative per contraction, each timed as model runs on the GPU); None
+         when compiling without the device (nothing to time on)
 codegen  schedule -> model.py (Triton kernels + host `run`); needs no GPU and no
          triton install, so any machine can compile for a GPU it does not have
-compile  model.py and the packed weights; the target records the GPU architecture
+build    model.py and the packed weights; the target records the GPU architecture
          (the device's, or DEFAULT_ARCH when compiling without one) and the
          Triton version the code was written against
 load     on a GPU of the artifact's kind: buffers on the device, a warm-up that
          compiles the kernels, then one CUDA/HIP graph replayed per run; with
          TRITON_INTERPRET=1: Triton's interpreter on CPU tensors; otherwise
          ArtifactIncompatible, in one line
-time     CUDA events around graph replays (wall clock in the interpreter)
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from luminal.compiler.backends.protocol import Built, Capabilities
+from luminal.compiler.backends.protocol import Built, Capabilities, Request
 from luminal.compiler.backends.triton import codegen
 from luminal.compiler.backends.triton.launch import TritonOptions
 from luminal.compiler.backends.triton.runtime import TritonExecutable, device_for, load_module
@@ -31,8 +31,8 @@ from luminal.compiler.ir import DType
 from luminal.errors import ArtifactIncompatible
 
 if TYPE_CHECKING:
-    from luminal.compiler.pipeline import CompileOptions
-    from luminal.compiler.schedule import Schedule
+    from luminal.compiler.artifact.manifest import Manifest
+    from luminal.compiler.backends.triton.tuner import Timer, TritonTuner
 
 #: The architecture recorded when compiling without the device: the current data-center
 #: part of each vendor (H100/H200, MI300X).  Triton compiles for the GPU present at load.
@@ -47,6 +47,7 @@ class TritonBackend:
     kind: str  # Device.kind served: "cuda" | "rocm"
     priority: int  # --target auto: cuda 30, rocm 20 (above the CPU's 0)
     base: TritonOptions  # this kind's code generation defaults
+    timer: Timer | None = None  # how the tuner times a model run; None: CUDA events
 
     def discover(self) -> Sequence[Device]:
         from luminal.compiler.hardware import amd, nvidia
@@ -62,19 +63,17 @@ class TritonBackend:
             needs_device_to_compile=False,
         )
 
-    def options(self, options: CompileOptions | None) -> TritonOptions:
-        """The compile options as Triton choices: --tile-m/--tile-n are the default
-        contraction tile (rounded up to powers of two >= 16); per-kernel variants, when
-        the options carry them, override it kernel by kernel."""
-        opts = self.base
-        if options is not None:
-            if getattr(options, "tile_m", None):
-                opts = replace(opts, block_m=options.tile_m)
-            if getattr(options, "tile_n", None):
-                opts = replace(opts, block_n=options.tile_n)
-            variants = getattr(options, "variants", None)
-            if variants:
-                opts = replace(opts, variants=dict(variants))
+    def options(self, request: Request) -> TritonOptions:
+        """The request as Triton choices: --tile-m/--tile-n are the default contraction
+        tile (rounded up to powers of two >= 16); the per-kernel variants the search
+        chose override it kernel by kernel."""
+        opts, o = self.base, request.options
+        if o.tile_m:
+            opts = replace(opts, block_m=o.tile_m)
+        if o.tile_n:
+            opts = replace(opts, block_n=o.tile_n)
+        if request.variants:
+            opts = replace(opts, variants=dict(request.variants))
         return opts
 
     def arch(self, device: Device | None) -> tuple[str, str]:
@@ -83,18 +82,22 @@ class TritonBackend:
             return device.arch, "device"
         return DEFAULT_ARCH[self.kind], "default"
 
-    def codegen(
-        self, sched: Schedule, options: CompileOptions | None, device: Device | None
-    ) -> Mapping[str, str]:
-        return {"model.py": codegen.generate(sched, self.options(options), self.arch(device)[0])}
+    def tuner(self, request: Request) -> TritonTuner | None:
+        if request.device is None:
+            return None  # compiling without the GPU: nothing to time on
+        from luminal.compiler.backends.triton.tuner import TritonTuner
 
-    def compile(
-        self, sched: Schedule, options: CompileOptions | None, device: Device | None
-    ) -> Built:
-        opts = self.options(options)
-        arch, source = self.arch(device)
-        codes = codegen.generate_kernels(sched, opts)
-        text = codegen.generate(sched, opts, arch, codes)
+        return TritonTuner(self, request, self.timer)
+
+    def codegen(self, request: Request) -> Mapping[str, str]:
+        opts = self.options(request)
+        arch = self.arch(request.device)[0]
+        return {"model.py": codegen.generate(request.sched, opts, arch)}
+
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built:
+        opts = self.options(request)
+        arch, source = self.arch(request.device)
+        device = request.device
         target = {
             "kind": self.kind,
             "backend": self.name,
@@ -106,6 +109,7 @@ class TritonBackend:
             "input_precision": opts.input_precision,
             "cuda_graph": opts.cuda_graph,
         }
+        codes = codegen.generate_kernels(request.sched, opts)
         notes: dict[str, Any] = {"triton kernels": sum(len(c.launches) for c in codes)}
         if source == "default":
             notes["arch"] = (
@@ -114,11 +118,14 @@ class TritonBackend:
         fallbacks = [n for c in codes for n in c.notes]
         if fallbacks:
             notes["variants"] = fallbacks
-        members = {"model.py": text.encode(), "weights.bin": sched.weights_blob()}
+        members = {
+            "model.py": sources["model.py"].encode(),
+            "weights.bin": request.sched.weights_blob(),
+        }
         return Built(target, members, notes)
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> TritonExecutable:
-        target = manifest.get("target", {})
+    def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> TritonExecutable:
+        target = manifest.target
         if target.get("kind") != self.kind:
             raise ArtifactIncompatible(
                 f"built for target '{target.get('kind')}'; the '{self.name}' backend runs '{self.kind}'"
@@ -133,9 +140,6 @@ class TritonBackend:
         exe = TritonExecutable(module, members["weights.bin"], target, device)
         exe.prepare(cuda_graph=bool(target.get("cuda_graph", True)))
         return exe
-
-    def time(self, exe: Any, feeds: Mapping[str, np.ndarray], repeats: int) -> list[float]:
-        return exe.time(feeds, repeats)
 
 
 def _triton_version() -> str | None:

@@ -12,17 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luminal.compiler.backends.protocol import Built, Capabilities
+from luminal.compiler.backends.protocol import Built, Capabilities, Request
 from luminal.compiler.hardware import Device, Probe, scan_pci
-from luminal.compiler.ir import DType, TensorSpec
+from luminal.compiler.ir import TensorSpec
 from luminal.errors import ArtifactIncompatible
 from luminal_systolic import __version__, isa
 from luminal_systolic.lower import lower
 from luminal_systolic.simulator import Machine, SimConfig, SimulatorFault, estimate
 
 if TYPE_CHECKING:
-    from luminal.compiler.pipeline import CompileOptions
-    from luminal.compiler.schedule import Schedule
+    from luminal.compiler.artifact import Manifest
 
 PCI_VENDOR, PCI_DEVICE = 0xFEED, 0x5A01
 ARCH = "sa128"
@@ -67,13 +66,14 @@ class SystolicBackend:
             needs_device_to_compile=False,
         )
 
-    def codegen(
-        self, sched: Schedule, options: CompileOptions, device: Device | None
-    ) -> Mapping[str, str]:
-        return {"program.s": isa.disassemble(lower(sched).program)}
+    def tuner(self, request: Request) -> None:
+        return None  # one lowering per kernel: nothing to choose between
 
-    def compile(self, sched: Schedule, options: CompileOptions, device: Device | None) -> Built:
-        lowered = lower(sched)
+    def codegen(self, request: Request) -> Mapping[str, str]:
+        return {"program.s": isa.disassemble(lower(request.sched).program)}
+
+    def build(self, request: Request, sources: Mapping[str, str]) -> Built:
+        lowered = lower(request.sched)
         cycles = estimate(lowered.program, self.config)
         return Built(
             target={
@@ -91,8 +91,8 @@ class SystolicBackend:
             notes={"instructions": len(lowered.program), **cycles.to_json(self.config)},
         )
 
-    def load(self, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> SystolicExecutable:
-        target = manifest.get("target", {})
+    def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> SystolicExecutable:
+        target = manifest.target
         if target.get("arch") != ARCH or target.get("isa_version") != ISA_VERSION:
             raise ArtifactIncompatible(
                 f"built for {target.get('arch')} ISA {target.get('isa_version')}; this plugin "
@@ -106,12 +106,11 @@ class SystolicBackend:
         try:
             program = isa.decode(members["program.bin"])
             weights = np.frombuffer(members["weights.bin"], np.float32).copy()
-            inputs = tuple(_spec(s) for s in manifest["inputs"])
-            outputs = tuple(_spec(s) for s in manifest["outputs"])
+            inputs, outputs = manifest.inputs, manifest.outputs
             machine = Machine(
                 program,
                 weights,
-                int(manifest["memory"]["arena_bytes"]) // 4,
+                manifest.memory.arena_bytes // 4,
                 [int(np.prod(s.shape)) for s in inputs],
                 [int(np.prod(s.shape)) for s in outputs],
             )
@@ -120,14 +119,6 @@ class SystolicBackend:
         return SystolicExecutable(
             inputs, outputs, machine, estimate(program, self.config), self.config
         )
-
-    def time(
-        self, exe: SystolicExecutable, feeds: Mapping[str, np.ndarray], repeats: int
-    ) -> list[float]:
-        """The chip's estimated seconds per run (the simulator's own wall time says
-        nothing about the chip); the run itself happens once, to check it completes."""
-        exe.run(feeds)
-        return [exe.cycles.seconds(exe.config)] * repeats
 
 
 class SystolicExecutable:
@@ -145,13 +136,13 @@ class SystolicExecutable:
         self.cycles = cycles
         self.config = config
 
+    def seconds(self) -> float:
+        """The chip's estimated seconds per run (the simulator's own wall time says
+        nothing about the chip)."""
+        return float(self.cycles.seconds(self.config))
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         ins = [np.ascontiguousarray(feeds[s.name], np.float32) for s in self.inputs]
         outs = [np.empty(s.shape, np.float32) for s in self.outputs]
         self.machine.run(ins, outs)
         return {s.name: a for s, a in zip(self.outputs, outs, strict=True)}
-
-
-def _spec(data: Mapping[str, Any]) -> TensorSpec:
-
-    return TensorSpec(data["name"], tuple(data["shape"]), DType(data["dtype"]))

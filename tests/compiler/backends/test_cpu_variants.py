@@ -9,14 +9,14 @@ import pytest
 
 from luminal.compiler.backends.cpu import blas, codegen, gemm, simd, toolchain
 from luminal.compiler.backends.cpu.native import NativeLibrary
-from luminal.compiler.backends.cpu.variants import candidates, describe, estimate
+from luminal.compiler.backends.cpu.variants import candidates, describe
 from luminal.compiler.frontend.compose import contraction as C
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.frontend.compose import norm
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, Graph, GraphBuilder, Op
 from luminal.compiler.ir import interpreter as reference
-from luminal.compiler.schedule import Schedule, schedule
+from luminal.compiler.schedule import Schedule, schedule, work
 from luminal.compiler.schedule.variant import Variant
 
 FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
@@ -144,7 +144,7 @@ def test_candidates_are_legal_and_short(suite) -> None:  # type: ignore[no-untyp
         cands = candidates(sched, k, FEATURES)
         assert cands[0] == Variant() and 1 <= len(cands) <= 8 and len(set(cands)) == len(cands)
         offered[k.name] = cands
-        cost = estimate(sched, k)
+        cost = work.cost(sched, k)
         assert cost.flops >= 0 and cost.bytes > 0 and describe(sched, k)
     # every kernel in its n-th candidate (or its last), compiled together and checked
     for n in range(1, max(len(c) for c in offered.values())):
@@ -155,7 +155,7 @@ def test_candidates_are_legal_and_short(suite) -> None:  # type: ignore[no-untyp
 def test_contraction_estimate_counts_multiply_adds(suite) -> None:  # type: ignore[no-untyped-def]
     g, sched, _, _ = suite
     mm = next(k for k in sched.kernels if k.node == dict(g.outputs)["mm"])
-    assert estimate(sched, mm).flops == 2 * 37 * 70 * 45
+    assert work.cost(sched, mm).flops == 2 * 37 * 70 * 45
     assert describe(sched, mm) == "[37x70]@[70x45]"
 
 
@@ -196,21 +196,21 @@ def test_blas_artifact_records_the_library_and_runs(monkeypatch, tmp_path) -> No
     x = b.input("x", (9, 40), DType.F32)
     y = m.relu(b, C.gemm(b, x, b.const(rng.standard_normal((40, 24)).astype(np.float32)), None))
     g = b.build({"y": y})
-    plain = codegen.options_for
+    from dataclasses import replace
 
-    def with_blas(*args, **kwargs):  # type: ignore[no-untyped-def]
-        sched = schedule(g)
-        legal = {k.name: Variant(impl="blas") for k in sched.kernels if blas.legal(sched, k)}
-        assert legal
-        return plain(*args, **{**kwargs, "variants": legal})
+    from luminal.compiler.backends.cpu.backend import Context
 
-    monkeypatch.setattr(codegen, "options_for", with_blas)
+    sched = schedule(g)
+    legal = {k.name: Variant(impl="blas") for k in sched.kernels if blas.legal(sched, k)}
+    assert legal
+    plain = Context.of  # as if the search had chosen the library GEMM for every kernel
+    monkeypatch.setattr(Context, "of", staticmethod(lambda r: plain(replace(r, variants=legal))))
     path = tmp_path / "m.lmnl"
     compile_model(LoadedModel(g, "test", "test"), path)
-    monkeypatch.setattr(codegen, "options_for", plain)
+    monkeypatch.setattr(Context, "of", plain)
     feeds = _feeds(g)
     session = luminal.load(path)
-    assert session.manifest["target"]["blas"]["package"] == blas.PACKAGE
+    assert session.manifest.target["blas"]["package"] == blas.PACKAGE
     np.testing.assert_allclose(
         session.run(feeds)["y"], reference.run(g, feeds)["y"], rtol=1e-4, atol=1e-5
     )

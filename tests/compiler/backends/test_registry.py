@@ -14,7 +14,7 @@ from luminal.compiler.backends.registry import BUILTIN, BackendEntry, Registry
 from luminal.compiler.backends.target import license_name, resolve
 from luminal.compiler.ir import interpreter
 from luminal.compiler.pipeline import CompileOptions, compile_model
-from luminal.compiler.runtime.backend import open_with_backend
+from luminal.compiler.runtime.session import open_artifact
 from luminal.errors import CompilerError, UsageError
 from tests.helpers.backends import Broken, FakeBackend, GraphExecutable, device
 
@@ -132,12 +132,13 @@ def test_compile_and_run_through_a_plugin_backend(tmp_path: Path, suite_onnx) ->
     out = tmp_path / "mlp.lmnl"
     result = compile_model(model, out, CompileOptions(target="auto"), target=resolve("auto", reg))
     assert result.target == "npu1" and result.device == "N1" and fake.compiled_for[0].name == "N1"  # type: ignore[union-attr]
+    assert result.check is not None and result.check.status.value == "passed"
     art = read_artifact(out)
-    target = art.manifest["target"]
+    target = art.manifest.target
     assert (target["kind"], target["backend"], target["device"]["name"]) == ("npu", "npu1", "N1")
-    assert art.manifest["options"]["target"] == "npu1" and art.manifest["notes"] == {"kernels": 3}
+    assert art.manifest.options["target"] == "npu1" and art.manifest.notes == {"kernels": 3}
     assert set(art.members) == {"kernels.txt"}
-    session = open_with_backend(out, art, reg)
+    session = open_artifact(out, art, reg)
     got = session.run(feeds)
     want = interpreter.run(model.graph, feeds)
     np.testing.assert_allclose(got["y"], want["y"], rtol=1e-6)
@@ -150,21 +151,23 @@ def test_a_backend_that_crashes_or_lies_is_a_compiler_error(tmp_path: Path, suit
 
     model = load_model(suite_onnx("mlp")[0], {})
     crash = FakeBackend("npu1", devices=[device("npu", "N1")])
-    crash.compile = lambda *a: 1 / 0  # type: ignore[method-assign, assignment]
+    crash.codegen = lambda *a: 1 / 0  # type: ignore[method-assign, assignment]
     out = tmp_path / "x.lmnl"
     with pytest.raises(
         CompilerError, match="target 'npu1': code generation failed: division by zero"
     ):
         compile_model(model, out, target=resolve("npu1", registry(crash)))
     liar = FakeBackend("npu1", devices=[device("npu", "N1")])
-    built = liar.compile
-    liar.compile = lambda *a: type(built(*a))({"kind": "cpu", "backend": "cpu"}, {})  # type: ignore[method-assign]
+    built = liar.build
+    liar.build = lambda *a: type(built(*a))({"kind": "cpu", "backend": "cpu"}, {})  # type: ignore[method-assign]
     with pytest.raises(CompilerError, match="it must be"):
         compile_model(model, out, target=resolve("npu1", registry(liar)))
     assert not out.exists()
 
 
-def test_cpu_backend_loads_and_times_what_the_pipeline_wrote(tmp_path: Path, suite_onnx) -> None:  # type: ignore[no-untyped-def]
+def test_cpu_backend_stages_and_load(tmp_path: Path, suite_onnx) -> None:  # type: ignore[no-untyped-def]
+    """The CPU backend's stages one by one: codegen, build, load what the pipeline wrote."""
+    from luminal.compiler.backends.protocol import Request
     from luminal.compiler.frontend import load_model
     from luminal.compiler.schedule import schedule
 
@@ -177,12 +180,12 @@ def test_cpu_backend_loads_and_times_what_the_pipeline_wrote(tmp_path: Path, sui
     exe = cpu.load(art.manifest, art.members)
     want = interpreter.run(model.graph, feeds)
     np.testing.assert_allclose(exe.run(feeds)["y"], want["y"], rtol=1e-4, atol=1e-5)
-    times = cpu.time(exe, feeds, 3)
-    assert len(times) == 3 and all(t > 0 for t in times)
-    built = cpu.compile(schedule(model.graph), CompileOptions(), None)
+    request = Request(schedule(model.graph))
+    sources = cpu.codegen(request)
+    assert "lum_run" in sources["model.c"]
+    built = cpu.build(request, sources)
     assert built.target["backend"] == "cpu" and set(built.members) == {
         "model.so",
         "weights.bin",
         "model.c",
     }
-    assert "lum_run" in cpu.codegen(schedule(model.graph), CompileOptions(), None)["model.c"]

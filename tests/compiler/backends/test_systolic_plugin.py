@@ -118,13 +118,12 @@ def test_mlp_runs_on_the_simulator(plugin: Path, mlp_artifact: Path, suite_onnx)
     want = interpreter.run(graph, feeds)
     np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5)
     manifest = session.manifest
-    target, notes = manifest["target"], manifest["notes"]
+    target, notes = manifest.target, manifest.notes
     assert (target["kind"], target["backend"], target["arch"]) == ("asic", "systolic", "sa128")
     assert target["device"]["bus_id"] == "0000:5e:00.0"
     # Three 8x512 @ 512x512 layers: the array's work is exactly the model's.
     assert notes["macs"] == 3 * 8 * 512 * 512 and notes["cycles"] > 0
-    seconds = session.backend.time(session.executable, feeds, 3)
-    assert seconds == [notes["estimated_seconds"]] * 3
+    assert session.executable.seconds() == notes["estimated_seconds"]
 
 
 def test_cli_run_against_onnx_runtime(plugin: Path, mlp_artifact: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +150,7 @@ def test_without_the_device_it_compiles_but_does_not_run(
     out = tmp_path / "cross.lmnl"
     rc, _, err = cli("compile", suite_onnx("mlp")[0], "--target", "asic:systolic", "-o", out)
     assert rc == 0 and "no asic device here" in err
-    assert luminal.compiler.artifact.read_artifact(out).manifest["target"]["device"] is None
+    assert luminal.compiler.artifact.read_artifact(out).manifest.target["device"] is None
 
 
 def test_what_the_chip_cannot_run_is_one_line(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from luminal.compiler.schedule.variant import Variant
-from luminal.compiler.search.costmodel import Machine
 from luminal.compiler.search.tunedb import Measurement, TuningDB, read_export
+from luminal.compiler.search.tuner import Machine
 from luminal.errors import UsageError
 
 

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import luminal
-from luminal.compiler.backends.protocol import Backend
+from luminal.compiler.backends.protocol import Backend, Request
 from luminal.compiler.backends.triton import CUDA_BACKEND, ROCM_BACKEND, TritonBackend
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.hardware.device import Device
@@ -27,7 +27,13 @@ from luminal.compiler.ir import DType, Graph, GraphBuilder, Op, interpreter
 from luminal.compiler.pipeline import CompileOptions, compile_model
 from luminal.compiler.schedule import schedule
 from luminal.errors import ArtifactIncompatible, UsageError
-from tests.compiler.backends.triton.tritontest import BACKENDS, aot_in_subprocess, assert_matches
+from tests.compiler.backends.triton.tritontest import (
+    BACKENDS,
+    aot_in_subprocess,
+    assert_matches,
+    build,
+    manifest,
+)
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 rng = np.random.default_rng(11)
@@ -90,7 +96,7 @@ def test_the_registry_names_them() -> None:
 @pytest.mark.parametrize(("kind", "arch"), [("cuda", "sm_90"), ("rocm", "gfx942")])
 def test_compile_without_a_device_records_the_default_arch(kind: str, arch: str) -> None:
     sched = schedule(_model())
-    built = BACKENDS[kind].compile(sched, None, None)
+    built = build(BACKENDS[kind], sched)
     t = built.target
     assert (t["kind"], t["backend"], t["arch"], t["arch_source"]) == (kind, kind, arch, "default")
     assert t["triton"] == triton.__version__
@@ -106,15 +112,17 @@ def test_compile_without_a_device_records_the_default_arch(kind: str, arch: str)
 
 def test_compile_for_a_device_records_its_arch() -> None:
     a100 = Device("cuda", "NVIDIA", "NVIDIA A100-SXM4-80GB", 80 << 30, "sm_80", source="nvml")
-    built = CUDA_BACKEND.compile(schedule(_model()), None, a100)
+    built = build(CUDA_BACKEND, schedule(_model()), a100)
     assert (built.target["arch"], built.target["arch_source"]) == ("sm_80", "device")
     assert built.target["device_name"] == "NVIDIA A100-SXM4-80GB"
 
 
 def test_tile_options_set_the_default_contraction_tiles() -> None:
-    opts = CUDA_BACKEND.options(CompileOptions(target="cuda", tile_m=128, tile_n=32))
+    sched = schedule(_model())
+    request = Request(sched, CompileOptions(target="cuda", tile_m=128, tile_n=32))
+    opts = CUDA_BACKEND.options(request)
     assert (opts.block_m, opts.block_n, opts.block_k) == (128, 32, 32)
-    assert ROCM_BACKEND.options(None).num_stages == 2
+    assert ROCM_BACKEND.options(Request(sched)).num_stages == 2
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
@@ -125,33 +133,37 @@ def test_loading_without_the_gpu_is_incompatible(
     kind: str, arch: str, vendor: str, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     be = BACKENDS[kind]
-    built = be.compile(schedule(_model()), None, None)
+    sched = schedule(_model())
+    built = build(be, sched)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ArtifactIncompatible) as err:
-        be.load({"target": built.target}, built.members)
+        be.load(manifest(sched, built), built.members)
     message = str(err.value)
     assert message.startswith(f"built for {kind} {arch}; no {vendor} GPU found here")
     assert "TRITON_INTERPRET=1" in message and "\n" not in message
 
 
 def test_loading_another_kinds_artifact_is_incompatible() -> None:
-    built = CUDA_BACKEND.compile(schedule(_model()), None, None)
+    sched = schedule(_model())
+    built = build(CUDA_BACKEND, sched)
     with pytest.raises(ArtifactIncompatible, match="built for target 'cuda'"):
-        ROCM_BACKEND.load({"target": built.target}, built.members)
+        ROCM_BACKEND.load(manifest(sched, built), built.members)
 
 
 @pytest.mark.parametrize("kind", ["cuda", "rocm"])
 def test_every_kernel_kind_runs_in_the_interpreter(kind: str) -> None:
     g = _model()
-    built = BACKENDS[kind].compile(schedule(g), None, None)
-    exe = BACKENDS[kind].load({"target": built.target}, built.members)
+    sched = schedule(g)
+    built = build(BACKENDS[kind], sched)
+    exe = BACKENDS[kind].load(manifest(sched, built), built.members)
     assert [s.name for s in exe.inputs] == ["ids", "slots"]
     assert_matches(exe.run(_feeds()), interpreter.run(g, _feeds()))
 
 
 def test_run_checks_its_inputs() -> None:
-    built = CUDA_BACKEND.compile(schedule(_model()), None, None)
-    exe = CUDA_BACKEND.load({"target": built.target}, built.members)
+    sched = schedule(_model())
+    built = build(CUDA_BACKEND, sched)
+    exe = CUDA_BACKEND.load(manifest(sched, built), built.members)
     feeds = _feeds()
     with pytest.raises(UsageError, match="missing input 'slots'"):
         exe.run({"ids": feeds["ids"]})
@@ -161,10 +173,11 @@ def test_run_checks_its_inputs() -> None:
         exe.run({**feeds, "ids": feeds["ids"].astype(np.int32)})
 
 
-def test_time_gives_seconds_per_run() -> None:
-    built = CUDA_BACKEND.compile(schedule(_model()), None, None)
-    exe = CUDA_BACKEND.load({"target": built.target}, built.members)
-    seconds = CUDA_BACKEND.time(exe, _feeds(), 3)
+def test_the_executable_times_seconds_per_run() -> None:
+    sched = schedule(_model())
+    built = build(CUDA_BACKEND, sched)
+    exe = CUDA_BACKEND.load(manifest(sched, built), built.members)
+    seconds = exe.time(_feeds(), 3)
     assert len(seconds) == 3 and all(0 < s < 60 for s in seconds)
 
 
@@ -174,8 +187,9 @@ def test_compiled_artifact_loads_and_runs_through_luminal_load(tmp_path: Path) -
     result = compile_model(LoadedModel(g, "test", "test"), path, CompileOptions(target="cuda"))
     assert result.target == "cuda"
     session = luminal.load(path)
-    assert session.manifest["target"]["kind"] == "cuda"
-    assert session.manifest["target"]["arch"] == "sm_90"
+    assert session.manifest.target["kind"] == "cuda"
+    assert session.manifest.target["arch"] == "sm_90"
+    assert result.check is not None and result.check.status.value == "passed"  # interpreted
     assert_matches(session.run(_feeds()), interpreter.run(g, _feeds()))
 
 
@@ -198,7 +212,7 @@ def test_generated_kernels_compile_for_gpus_not_here(tmp_path: Path) -> None:
 def test_generated_module_snapshot() -> None:
     """The generated module for a small graph, pinned.  Regenerate with
     LUMINAL_UPDATE_SNAPSHOTS=1 after a deliberate change to the code generator."""
-    text = CUDA_BACKEND.codegen(schedule(_model()), None, None)["model.py"]
+    text = CUDA_BACKEND.codegen(Request(schedule(_model())))["model.py"]
     path = SNAPSHOTS / "kinds_cuda.model.txt"
     if os.environ.get("LUMINAL_UPDATE_SNAPSHOTS") == "1":
         path.parent.mkdir(exist_ok=True)

@@ -17,12 +17,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from luminal.compiler.backends.triton import CUDA_BACKEND
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import DType, GraphBuilder, Op, Value
 from luminal.compiler.schedule import schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.errors import UsageError
-from tests.compiler.backends.triton.tritontest import backend_with, check, load_interpreted
+from tests.compiler.backends.triton.tritontest import backend_with, build, check, load_interpreted
 from tests.helpers.onnx_cases import node_model
 
 LAUNCHES = pytest.mark.parametrize("gpu_launch", [False, True], ids=["interp-blocks", "gpu-blocks"])
@@ -268,7 +269,7 @@ def test_blas_variant_falls_back_when_operands_are_not_matrices() -> None:
     g = b.build({"y": _matmul(b, tokens, b.const(_f(12, 7)))})
     sched = schedule(g)
     variants = {k.name: Variant(impl="blas") for k in sched.kernels if k.kind == "contraction"}
-    built = backend_with("cuda", variants).compile(sched, None, None)
+    built = build(CUDA_BACKEND, sched, variants=variants)
     assert "torch.matmul" not in built.members["model.py"].decode()
     assert "generated tiles used" in built.notes["variants"][0]
     check(g, {"heads": _f(3, 5, 4)}, variants=variants, gpu_launch=True)
@@ -279,9 +280,7 @@ def test_variant_tiles_become_launch_blocks() -> None:
     x = b.input("x", (200, 300), DType.F32)
     g = b.build({"y": _matmul(b, x, b.const(_f(300, 260)))})
     (k,) = schedule(g).kernels
-    built = backend_with("cuda", {k.name: Variant(mr=6, nr=128, kc=64)}).compile(
-        schedule(g), None, None
-    )
+    built = build(CUDA_BACKEND, schedule(g), variants={k.name: Variant(mr=6, nr=128, kc=64)})
     ns: dict[str, object] = {}
     text = built.members["model.py"].decode()
     exec(text[text.index("LAUNCH = ") : text.index("EXTENTS = ")], ns)  # plain data

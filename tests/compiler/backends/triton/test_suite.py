@@ -22,7 +22,13 @@ from benchmarks.models import SUITE_NAMES
 from luminal.compiler.frontend import load_model
 from luminal.compiler.ir import Graph, interpreter
 from luminal.compiler.schedule import schedule
-from tests.compiler.backends.triton.tritontest import BACKENDS, aot_in_subprocess, assert_matches
+from tests.compiler.backends.triton.tritontest import (
+    BACKENDS,
+    aot_in_subprocess,
+    assert_matches,
+    build,
+    manifest,
+)
 
 Case = tuple[Graph, dict[str, np.ndarray], dict[str, np.ndarray]]
 
@@ -47,9 +53,10 @@ def suite_case(suite_onnx) -> Callable[[str], Case]:  # type: ignore[no-untyped-
 def test_suite_model_matches_the_reference(name: str, kind: str, suite_case) -> None:  # type: ignore[no-untyped-def]
     graph, feeds, want = suite_case(name)
     be = BACKENDS[kind]
-    built = be.compile(schedule(graph), None, None)
+    sched = schedule(graph)
+    built = build(be, sched)
     assert built.target["kind"] == kind
-    exe = be.load({"target": built.target}, built.members)
+    exe = be.load(manifest(sched, built), built.members)
     start = time.perf_counter()
     got = exe.run(feeds)
     print(f"{name} {kind}: {time.perf_counter() - start:.2f} s in the interpreter")
@@ -67,8 +74,9 @@ def test_the_rewritten_suite_model_matches_too(name: str, suite_case) -> None:  
     rewritten, report = rewrite(graph)
     assert report.fallback is None and report.nodes_after < report.nodes_before
     be = BACKENDS["cuda"]
-    built = be.compile(schedule(rewritten), None, None)
-    assert_matches(be.load({"target": built.target}, built.members).run(feeds), want)
+    sched = schedule(rewritten)
+    built = build(be, sched)
+    assert_matches(be.load(manifest(sched, built), built.members).run(feeds), want)
 
 
 @pytest.mark.slow

@@ -11,10 +11,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from luminal.compiler.artifact import Manifest, Memory, SourceModel
+from luminal.compiler.backends.protocol import Built, Request
 from luminal.compiler.backends.triton import CUDA_BACKEND, ROCM_BACKEND, TritonBackend
 from luminal.compiler.backends.triton.runtime import TritonExecutable, load_module
+from luminal.compiler.hardware import Device
 from luminal.compiler.ir import Graph, interpreter
-from luminal.compiler.schedule import schedule
+from luminal.compiler.schedule import Schedule, schedule
 from luminal.compiler.schedule.variant import Variant
 
 BACKENDS = {"cuda": CUDA_BACKEND, "rocm": ROCM_BACKEND}
@@ -26,15 +29,42 @@ def backend_with(kind: str, variants: Mapping[str, Variant] | None = None) -> Tr
     return replace(be, base=replace(be.base, variants=dict(variants or {})))
 
 
+def build(
+    be: TritonBackend,
+    sched: Schedule,
+    device: Device | None = None,
+    variants: Mapping[str, Variant] | None = None,
+) -> Built:
+    """The backend's codegen and build stages, as the pipeline runs them."""
+    request = Request(sched, device=device, variants=dict(variants or {}))
+    return be.build(request, be.codegen(request))
+
+
+def manifest(sched: Schedule, built: Built) -> Manifest:
+    """The manifest the pipeline would write for `built`."""
+    g = sched.graph
+    return Manifest(
+        "test",
+        "test",
+        dict(built.target),
+        SourceModel("test", "test"),
+        tuple(g.input_specs()),
+        tuple(g.output_specs()),
+        Memory(sched.arena_bytes, sched.intermediate_bytes, sched.weights_bytes),
+    )
+
+
 def load_interpreted(
     be: TritonBackend, graph: Graph, gpu_launch: bool = False
 ) -> tuple[TritonExecutable, str]:
     """Compile `graph` with `be` and load it in the interpreter.  gpu_launch: run with the
     block sizes a GPU would get (many programs, partial tiles, several K steps) instead
     of the interpreter's one-big-block sizes."""
-    built = be.compile(schedule(graph), None, None)
+    sched = schedule(graph)
+    built = build(be, sched)
     if not gpu_launch:
-        return be.load({"target": built.target}, built.members), built.members["model.py"].decode()
+        exe = be.load(manifest(sched, built), built.members)
+        return exe, built.members["model.py"].decode()
     source = built.members["model.py"].decode()
     module = load_module(source, "test-" + hashlib.sha256(source.encode()).hexdigest()[:16])
     exe = TritonExecutable(module, built.members["weights.bin"], built.target, "cpu", module.LAUNCH)
@@ -97,7 +127,7 @@ def compile_for_gpu(graph: Graph, kind: str, arch: str) -> int:
     assert not triton.knobs.runtime.interpret, "compile_for_gpu needs a non-interpreter process"
     be = BACKENDS[kind]
     sched = schedule(graph)
-    opts = be.options(None)
+    opts = be.options(Request(sched))
     codes = codegen.generate_kernels(sched, opts)
     source = codegen.generate(sched, opts, arch, codes)
     module = load_module(source, "aot-" + hashlib.sha256(source.encode()).hexdigest()[:16])

@@ -1,19 +1,19 @@
-"""Measured extraction's timing library: real inputs, a reference check, interleaved
-timing, and a wrong candidate refused whatever its speed."""
+"""The CPU tuner's kernel bench (one timing library: real inputs, a reference check,
+interleaved timing, a wrong candidate refused whatever its speed) and its cost model."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.backends.cpu import bench, codegen, costmodel, toolchain
 from luminal.compiler.frontend.compose.contraction import matmul
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.builder import GraphBuilder
 from luminal.compiler.schedule import schedule
 from luminal.compiler.schedule.variant import Variant
-from luminal.compiler.search import costmodel, measure
+from luminal.compiler.search.tuner import Machine, Rounds, kendall_tau
 from tests.compiler.search.search_graphs import mlp_block
 
 WRONG = Variant(mr=3, nr=8)  # the test's sabotaged candidate
@@ -24,8 +24,8 @@ def _build(sched, candidates):  # type: ignore[no-untyped-def]
     flags, features = toolchain.feature_flags(cpu)
     tc = toolchain.find_toolchain()
     cg = codegen.CodegenOptions(mr=4, nr=8, fma="fma" in features, openmp=tc.openmp)
-    feeds = measure.random_feeds(sched.graph)
-    return measure.build(sched, cg, candidates, tc, flags, sched.weights_blob(), feeds)
+    feeds = bench.random_feeds(sched.graph)
+    return bench.build(sched, cg, candidates, tc, flags, sched.weights_blob(), feeds)
 
 
 def test_every_candidate_is_checked_then_timed() -> None:
@@ -33,7 +33,7 @@ def test_every_candidate_is_checked_then_timed() -> None:
     k = [k for k in sched.kernels if k.kind == "contraction"][1]
     variants = (Variant(), Variant(mr=2, nr=8), Variant(parallel=False), Variant(parallel=True))
     lib = _build(sched, {k.name: variants})
-    timings = lib.measure(k, variants, [0, 1, 2, 3], stop_ratio=1e9)
+    timings = lib.measure(k, variants, [0, 1, 2, 3], rounds=Rounds(stop_ratio=1e9))
     assert [t.variant for t in timings] == list(variants)
     assert all(t.ok and t.samples >= 6 and 0 < t.seconds < 0.1 for t in timings)
     assert all(t.max_error < 1e-4 for t in timings)
@@ -68,16 +68,16 @@ def test_a_wrong_candidate_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_matches_tolerance() -> None:
     want = np.array([1.0, -2.0, 1000.0], np.float32)
-    assert measure.matches(want + np.float32(1e-5), want)[0]
-    assert not measure.matches(want + np.float32(0.1), want)[0]
-    assert not measure.matches(np.array([1.0, np.nan, 1000.0], np.float32), want)[0]
-    assert measure.matches(np.array([3, 4]), np.array([3, 4]))[0]
+    assert bench.matches(want + np.float32(1e-5), want)[0]
+    assert not bench.matches(want + np.float32(0.1), want)[0]
+    assert not bench.matches(np.array([1.0, np.nan, 1000.0], np.float32), want)[0]
+    assert bench.matches(np.array([3, 4]), np.array([3, 4]))[0]
 
 
 def test_kendall_tau() -> None:
-    assert costmodel.kendall_tau([1, 2, 3], [10, 20, 30]) == 1.0
-    assert costmodel.kendall_tau([1, 2, 3], [30, 20, 10]) == -1.0
-    assert costmodel.kendall_tau([1], [1]) is None
+    assert kendall_tau([1, 2, 3], [10, 20, 30]) == 1.0
+    assert kendall_tau([1, 2, 3], [30, 20, 10]) == -1.0
+    assert kendall_tau([1], [1]) is None
 
 
 def test_cost_model_counts_a_contraction_and_ranks_variants() -> None:
@@ -89,7 +89,7 @@ def test_cost_model_counts_a_contraction_and_ranks_variants() -> None:
 
     big = schedule(mlp_block(layers=1, width=512, batch=17))  # compute-bound
     (k,) = [k for k in big.kernels if k.kind == "contraction"]
-    m = costmodel.Machine(peak_gflops=50, bandwidth_gbs=20, cores=2)
+    m = Machine(peak_gflops=50, bandwidth_gbs=20, cores=2)
 
     def est(v: Variant) -> float:
         return costmodel.estimate(m, big, k, v, default_tile=(8, 32))

@@ -1,4 +1,4 @@
-"""Measuring kernel variants on this machine: one timing library, real inputs, a check.
+"""The CPU tuner's kernel bench: one timing library, real inputs, a check.
 
 Every candidate variant of every kernel being tuned is compiled into ONE shared library
 beside the ordinary model (one compiler run, however many candidates), with entry points
@@ -17,33 +17,17 @@ that input restored before every call, outside the timed region.
 from __future__ import annotations
 
 import ctypes
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.backends.cpu.native import aligned, open_library
 from luminal.compiler.ir import Graph, numel
 from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.variant import Variant
-from luminal.errors import ArtifactIncompatible
-
-ALIGN = 64
-
-
-@dataclass(frozen=True)
-class Timing:
-    kernel: str  # kernel name
-    variant: Variant
-    seconds: float  # median per call; inf if it failed the check
-    samples: int
-    ok: bool
-    stopped_early: bool
-    max_error: float
+from luminal.compiler.search.tuner import ROUNDS, Rounds, Timing, time_interleaved
 
 
 def timing_source(
@@ -126,12 +110,12 @@ class TimingLibrary:
         expected: Mapping[int, np.ndarray],
     ) -> None:
         self.sched = sched
-        self._lib = _dlopen(library)
+        self._lib = open_library(library, "the timing library")
         for fn in ("lum_prefix", "lum_call"):
             getattr(self._lib, fn).restype = ctypes.c_int
         self._lib.lum_time.restype = ctypes.c_int
-        self.arena = _aligned(max(sched.arena_bytes, 1))
-        self.weights = _aligned(max(len(weights), 1))
+        self.arena = aligned(sched.arena_bytes)
+        self.weights = aligned(len(weights))
         self.weights[: len(weights)] = np.frombuffer(weights, np.uint8)
         self.feeds = [np.ascontiguousarray(a) for a in feeds]
         self.outs = [np.zeros(s.shape, s.dtype.np) for s in sched.graph.output_specs()]
@@ -153,23 +137,17 @@ class TimingLibrary:
         kernel: Kernel,
         variants: Sequence[Variant],
         order: Sequence[int],
-        *,
-        target_seconds: float = 0.03,
-        max_reps: int = 40,
-        stop_ratio: float = 1.25,
         should_stop: Callable[[], bool] = lambda: False,
+        rounds: Rounds = ROUNDS,
     ) -> list[Timing]:
         """Check `variants[i]` for i in `order` (the cost model's ranking) against the
-        reference, then time the correct ones in interleaved rounds (a burst of load on a
-        shared machine then hits every candidate alike).  After each round a candidate
-        whose median is `stop_ratio` x the best median is stopped early."""
+        reference, then time the correct ones in interleaved rounds (`time_interleaved`)."""
         k = self._position[kernel.name]
         self._lib.lum_prefix(k, *self._args())
         dest = self._view(kernel.dest, kernel.node)
         restore_to, saved, nbytes = self._restore(kernel)
         expected = self.expected.get(kernel.node)
-        results: dict[int, Timing] = {}
-        alive: list[int] = []
+        checked: dict[int, Timing] = {}
         for v in order:
             if nbytes:  # in place: the destination is the input, restored
                 ctypes.memmove(restore_to, saved.ctypes.data, nbytes)
@@ -178,43 +156,16 @@ class TimingLibrary:
             self._lib.lum_call(k, v, *self._args())
             ok, err = matches(dest, expected)
             if ok:
-                alive.append(v)
                 self._time(k, v, 2, restore_to, saved, nbytes)  # warm-up: caches, threads
-            results[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
-        samples: dict[int, list[float]] = {v: [] for v in alive}
-        stopped: set[int] = set()
-        reps = 3
-        while alive and not should_stop():
-            for v in alive:
-                samples[v].extend(self._time(k, v, reps, restore_to, saved, nbytes))
-            medians = {v: float(np.median(samples[v])) for v in alive}
-            best = min(medians.values())
-            for v in list(alive):
-                if medians[v] > stop_ratio * best:
-                    alive.remove(v)
-                    stopped.add(v)
-            done = [
-                v
-                for v in alive
-                if len(samples[v])
-                >= min(max_reps, max(6, int(target_seconds / max(medians[v], 1e-7))))
-            ]
-            if len(done) == len(alive):
-                break
-            reps = 3
-        for v, got in samples.items():
-            if got:
-                t = results[v]
-                results[v] = Timing(
-                    t.kernel,
-                    t.variant,
-                    float(np.median(got)),
-                    len(got),
-                    True,
-                    v in stopped,
-                    t.max_error,
-                )
-        return [results[v] for v in order if v in results]
+            checked[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
+        timed = time_interleaved(
+            kernel.name,
+            checked,
+            lambda v, reps: self._time(k, v, reps, restore_to, saved, nbytes),
+            should_stop,
+            rounds,
+        )
+        return [timed[v] for v in order]
 
     def _time(
         self, k: int, v: int, reps: int, restore_to: int, saved: np.ndarray, nbytes: int
@@ -296,23 +247,6 @@ def build(
     return TimingLibrary(sched, library, weights, ordered, expected)
 
 
-def run_model(
-    sched: Schedule, library: bytes, weights: bytes, feeds: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """Run a model library built from `sched` once (no artifact, no manifest)."""
-    lib = _dlopen(library)
-    lib.lum_run.restype = ctypes.c_int
-    arena = _aligned(max(sched.arena_bytes, 1))
-    w = _aligned(max(len(weights), 1))
-    w[: len(weights)] = np.frombuffer(weights, np.uint8)
-    ins = [np.ascontiguousarray(feeds[s.name]) for s in sched.graph.input_specs()]
-    outs = [np.zeros(s.shape, s.dtype.np) for s in sched.graph.output_specs()]
-    in_p = (ctypes.c_void_p * max(len(ins), 1))(*[a.ctypes.data for a in ins])
-    out_p = (ctypes.c_void_p * max(len(outs), 1))(*[a.ctypes.data for a in outs])
-    lib.lum_run(ctypes.c_void_p(arena.ctypes.data), ctypes.c_void_p(w.ctypes.data), in_p, out_p)
-    return {s.name: a for s, a in zip(sched.graph.output_specs(), outs, strict=True)}
-
-
 def matches(got: np.ndarray, want: np.ndarray | None) -> tuple[bool, float]:
     """Whether a kernel's (or model's) result agrees with the reference, and the largest
     absolute difference.  Float tolerance: 1e-4 absolute plus 1e-3 relative."""
@@ -331,21 +265,3 @@ def matches(got: np.ndarray, want: np.ndarray | None) -> tuple[bool, float]:
     return bool(
         np.all(diff <= 1e-4 + 1e-3 * np.abs(w[finite])) or err <= 1e-5 * max(scale, 1.0)
     ), err
-
-
-def _dlopen(library: bytes) -> ctypes.CDLL:
-    with tempfile.TemporaryDirectory(prefix="luminal-tune-") as tmp:
-        path = Path(tmp) / "timing.so"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(library)
-        try:
-            return ctypes.CDLL(str(path))
-        except OSError as err:
-            raise ArtifactIncompatible(f"the timing library cannot be loaded ({err})") from None
-
-
-def _aligned(nbytes: int) -> np.ndarray:
-    raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = (-raw.ctypes.data) % ALIGN
-    return raw[start : start + nbytes]

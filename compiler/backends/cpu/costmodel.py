@@ -1,4 +1,4 @@
-"""A roofline cost model, calibrated on this machine, that ranks kernel variants.
+"""The CPU's roofline cost model, calibrated on this machine, that ranks kernel variants.
 
     seconds = max(flops / (peak * efficiency), bytes / bandwidth) / threads + overheads
 
@@ -13,23 +13,14 @@ with the timings (Kendall's tau per kernel) so the model can be improved on evid
 from __future__ import annotations
 
 import ctypes
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from luminal.compiler.backends.cpu import toolchain
+from luminal.compiler.backends.cpu.native import open_library
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import Variant
-
-
-@dataclass(frozen=True)
-class Machine:
-    peak_gflops: float  # one core, f32 FMA, all vector lanes
-    bandwidth_gbs: float  # streaming copy, one core
-    cores: int
-    parallel_overhead_s: float = 4e-6  # fork/join of one OpenMP region
-    call_overhead_s: float = 5e-8  # one kernel call
+from luminal.compiler.schedule.work import cost
+from luminal.compiler.search.tuner import Machine
 
 
 @dataclass(frozen=True)
@@ -40,13 +31,12 @@ class Work:
 
 
 def work(sched: Schedule, kernel: Kernel) -> Work:
-    """FLOPs and bytes of one call, as the backend counts them (`cpu.variants.estimate`),
-    and whether the backend's threshold would run the kernel in parallel."""
+    """FLOPs and bytes of one call (`schedule.work.cost`), and whether the code
+    generator's threshold would run the kernel in parallel."""
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
-    from luminal.compiler.backends.cpu.variants import estimate
 
-    cost = estimate(sched, kernel)
-    return Work(float(cost.flops), float(cost.bytes), cost.flops >= PARALLEL_MIN_WORK)
+    c = cost(sched, kernel)
+    return Work(float(c.flops), float(c.bytes), c.flops >= PARALLEL_MIN_WORK)
 
 
 def efficiency(
@@ -138,12 +128,7 @@ def calibrate(tc: toolchain.Toolchain, flags: tuple[str, ...], cores: int) -> Ma
 
     # -ffp-contract=fast here: the point is to measure fused multiply-add throughput.
     library = toolchain.build_shared_library(_CALIBRATE_C, tc, (*flags, "-ffp-contract=fast"))
-    with tempfile.TemporaryDirectory(prefix="luminal-calibrate-") as tmp:
-        path = Path(tmp) / "calibrate.so"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(library)
-        lib = ctypes.CDLL(str(path))
+    lib = open_library(library, "the calibration library")
     lib.lum_fma_gflops.restype = ctypes.c_double
     lib.lum_fma_gflops.argtypes = [ctypes.c_int64]
     lib.lum_copy_gbs.restype = ctypes.c_double
@@ -154,20 +139,3 @@ def calibrate(tc: toolchain.Toolchain, flags: tuple[str, ...], cores: int) -> Ma
     dst = np.empty(n, np.uint8)
     bw = lib.lum_copy_gbs(dst.ctypes.data, src.ctypes.data, n, 4)
     return Machine(peak_gflops=float(peak), bandwidth_gbs=float(bw), cores=cores)
-
-
-def kendall_tau(predicted: list[float], measured: list[float]) -> float | None:
-    """Rank agreement in [-1, 1] between estimates and timings (None below 2 points)."""
-    n = len(predicted)
-    if n < 2:
-        return None
-    concordant = discordant = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            a = (predicted[i] - predicted[j]) * (measured[i] - measured[j])
-            if a > 0:
-                concordant += 1
-            elif a < 0:
-                discordant += 1
-    total = n * (n - 1) / 2
-    return (concordant - discordant) / total

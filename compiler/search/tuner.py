@@ -1,0 +1,151 @@
+"""The seam between the backend-neutral kernel search and a backend's kernel tuning.
+
+The search (`search/kernels.py`) groups kernels, consults the tuning database and
+spends the budget; what a kernel *can* be and how fast each choice runs only the backend
+knows.  A backend hands the search a `Tuner`:
+
+    device_key                 what its timings are valid for (the database's device)
+    candidates(sched, kernel)  legal variants, the default first
+    calibrate()                the device's roofline `Machine` (the search keeps it in
+                               the tuning database, so it is measured once per device)
+    estimate(machine, s, k, v) a cost model's seconds: it only has to rank candidates
+    bench(sched, candidates)   a `KernelBench` that checks and times those candidates
+
+and `KernelBench.measure(kernel, variants, order, should_stop)` returns one `Timing` per
+candidate: checked against the reference, then timed in interleaved rounds.  The CPU
+backend times kernels in a generated timing library, the Triton backends time model
+runs on the GPU; tests use a recorded timer.  The search never imports a backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from luminal.compiler.schedule import Kernel, Schedule
+from luminal.compiler.schedule.variant import Variant
+
+
+@dataclass(frozen=True)
+class Timing:
+    kernel: str  # kernel name
+    variant: Variant
+    seconds: float  # median per call; inf if it failed the check
+    samples: int
+    ok: bool  # agreed with the reference interpreter
+    stopped_early: bool  # dropped after a round as clearly slower than the best
+    max_error: float
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A roofline calibration of one device, kept per device in the tuning database."""
+
+    peak_gflops: float  # one core (CPU) or the whole device (GPU), f32 FMA
+    bandwidth_gbs: float  # streaming copy
+    cores: int
+    parallel_overhead_s: float = 4e-6  # fork/join of one parallel region
+    call_overhead_s: float = 5e-8  # one kernel call
+
+
+@runtime_checkable
+class KernelBench(Protocol):
+    def measure(
+        self,
+        kernel: Kernel,
+        variants: Sequence[Variant],
+        order: Sequence[int],
+        should_stop: Callable[[], bool],
+    ) -> list[Timing]: ...
+
+
+@runtime_checkable
+class Tuner(Protocol):
+    device_key: str
+
+    def candidates(self, sched: Schedule, kernel: Kernel) -> tuple[Variant, ...]: ...
+
+    def calibrate(self) -> Machine: ...
+
+    def estimate(
+        self, machine: Machine, sched: Schedule, kernel: Kernel, variant: Variant
+    ) -> float: ...
+
+    def bench(
+        self, sched: Schedule, candidates: Mapping[str, Sequence[Variant]]
+    ) -> KernelBench: ...
+
+
+def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
+    """Rank agreement in [-1, 1] between estimates and timings (None below 2 points)."""
+    n = len(predicted)
+    if n < 2:
+        return None
+    concordant = discordant = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a = (predicted[i] - predicted[j]) * (measured[i] - measured[j])
+            if a > 0:
+                concordant += 1
+            elif a < 0:
+                discordant += 1
+    return (concordant - discordant) / (n * (n - 1) / 2)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How long candidates are timed: until each has `target_seconds` of samples (at
+    least 6, at most `max_reps`), dropping after a round any whose median is
+    `stop_ratio` x the best median."""
+
+    target_seconds: float = 0.03
+    max_reps: int = 40
+    stop_ratio: float = 1.25
+    reps: int = 3  # samples per candidate per round
+
+
+ROUNDS = Rounds()
+
+
+def time_interleaved(
+    kernel: str,
+    checked: Mapping[int, Timing],
+    time_one: Callable[[int, int], list[float]],
+    should_stop: Callable[[], bool],
+    rounds: Rounds = ROUNDS,
+) -> dict[int, Timing]:
+    """Time the candidates of `checked` (by index) that passed their check, in
+    interleaved rounds, so a burst of load on a shared machine hits every candidate
+    alike; `time_one(index, reps)` returns `reps` seconds per call.  Returns `checked`
+    with the medians filled in."""
+    alive = [v for v, t in checked.items() if t.ok]
+    samples: dict[int, list[float]] = {v: [] for v in alive}
+    stopped: set[int] = set()
+    while alive and not should_stop():
+        for v in alive:
+            samples[v].extend(time_one(v, rounds.reps))
+        medians = {v: float(np.median(samples[v])) for v in alive}
+        best = min(medians.values())
+        for v in list(alive):
+            if medians[v] > rounds.stop_ratio * best:
+                alive.remove(v)
+                stopped.add(v)
+        enough = [
+            v
+            for v in alive
+            if len(samples[v])
+            >= min(rounds.max_reps, max(6, int(rounds.target_seconds / max(medians[v], 1e-7))))
+        ]
+        if len(enough) == len(alive):
+            break
+    out = dict(checked)
+    for v, got in samples.items():
+        if got:
+            t = checked[v]
+            out[v] = Timing(
+                kernel, t.variant, float(np.median(got)), len(got), True, v in stopped, t.max_error
+            )
+    return out
