@@ -179,12 +179,10 @@ def print_result(console: Console, r: CompileResult) -> None:
     )
     table.add_row("weights", f"{r.weights_bytes / 2**20:.2f} MiB")
     table.add_row("artifact", f"{r.artifact_bytes / 2**20:.2f} MiB")
-    if r.target == "cpu":
-        table.add_row("toolchain", f"{r.toolchain}; CPU features {' '.join(r.cpu_features) or '-'}")
-    else:
-        table.add_row(
-            "target", f"{r.target} ({r.device or 'no device here: code only'}); {r.toolchain}"
-        )
+    features = f"; CPU features {' '.join(r.cpu_features)}" if r.cpu_features else ""
+    table.add_row(
+        "target", f"{r.target} ({r.device or 'no device here: code only'}); {r.toolchain}{features}"
+    )
     steps = ", ".join(f"{k} {v:.2f}s" for k, v in r.seconds.items())
     table.add_row("compile time", f"{r.total_seconds:.2f}s ({steps})")
     console.print(table)
