@@ -27,9 +27,12 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from luminal.metering.bench.method import MethodSettings
 
 ARMS = ("onnxruntime", "torch-eager", "luminal")
 
@@ -97,20 +100,29 @@ def measure(
 ) -> dict[str, Any]:
     """The suite model `name` through luminal's benchmark harness (`metering.bench.method`):
     the same warm-up, interleaving and per-run timing as `luminal bench`."""
-    import numpy as np
-
     from luminal.metering.bench.method import MethodSettings
-    from luminal.metering.bench.method import measure as interleave
-    from luminal.metering.bench.stats import block_means
 
     settings = MethodSettings(
         duration_s=duration, min_runs=1, min_blocks=min_rounds, seed=seed, audit_samples=0
     )
     with tempfile.TemporaryDirectory(prefix="luminal-bench-") as tmp:
         arms, info = _prepare(name, Path(tmp), threads, budget)
-        m = interleave(
-            {arm: (lambda _feeds, fn=fn: fn()) for arm, fn in arms.items()}, [{}], settings
-        )
+        rounds, stats = time_arms(arms, settings, "onnxruntime")
+    return {"model": name, "rounds": rounds, "arms": stats, **info}
+
+
+def time_arms(
+    arms: Mapping[str, Callable[[], Any]], settings: MethodSettings, base: str
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Interleaved rounds of `arms` (name -> one run) under `settings`: the number of
+    rounds, and per arm the median and quartiles of its block means in ms, its raw
+    samples, and its median relative to the `base` arm's (`vs_<base>`)."""
+    import numpy as np
+
+    from luminal.metering.bench.method import measure as interleave
+    from luminal.metering.bench.stats import block_means
+
+    m = interleave({arm: (lambda _feeds, fn=fn: fn()) for arm, fn in arms.items()}, [{}], settings)
     stats = {}
     for arm, rec in m.arms.items():
         xs = block_means(rec.blocks) / 1e6  # ms per run, one sample per block
@@ -123,10 +135,9 @@ def measure(
             "warmup_blocks": len(rec.warmup_blocks),
             "samples_ms": [float(x) for x in xs],
         }
-    base = stats["onnxruntime"]["median_ms"]
     for arm in stats:
-        stats[arm]["vs_onnxruntime"] = stats[arm]["median_ms"] / base
-    return {"model": name, "rounds": len(m.order), "arms": stats, **info}
+        stats[arm][f"vs_{base}"] = stats[arm]["median_ms"] / stats[base]["median_ms"]
+    return len(m.order), stats
 
 
 def markdown(results: list[dict[str, Any]]) -> str:

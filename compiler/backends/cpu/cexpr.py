@@ -1,5 +1,7 @@
 """C spellings of IR dtypes, literals and elementwise ops.
 
+The ops are the shared table of `backends/exprs.py` with C's overrides (`CODE_FOR_OP`).
+
 f32 `exp2` and `log2` are polynomials written here (`lum_exp2f`, `lum_log2f`) rather than
 libm calls: GCC cannot vectorize a loop that calls `exp2f` without -ffast-math, and the
 softmax, GELU and sigmoid loops are built on them.  Both are branch-free (selects only), so
@@ -10,9 +12,13 @@ result over the whole float range, with IEEE special values (0, inf, NaN, subnor
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
+from luminal.compiler.backends import exprs
+from luminal.compiler.backends.exprs import Formatter, Printer
 from luminal.compiler.ir import DType, Op
 from luminal.errors import UnsupportedOp
 
@@ -130,14 +136,6 @@ def literal(value: object, dtype: DType) -> str:
     return f"({f.hex()}{suffix})"
 
 
-_UNARY = {
-    Op.EXP2: ("lum_exp2f", "exp2"),
-    Op.LOG2: ("lum_log2f", "log2"),
-    Op.SIN: ("sinf", "sin"),
-    Op.SQRT: ("sqrtf", "sqrt"),
-}
-
-
 def computable(op: Op, dtype: DType) -> None:
     if dtype is DType.BF16:
         raise UnsupportedOp(
@@ -145,12 +143,58 @@ def computable(op: Op, dtype: DType) -> None:
         )
 
 
+def _libm(f32: str, f64: str) -> Formatter:
+    """A libm-style function: the float one (also for f16, whose arithmetic C promotes to
+    float) or the double one."""
+    return lambda p, dtype, x: f"{f32 if dtype in (DType.F32, DType.F16) else f64}({x})"
+
+
+def _byte(compare: Formatter) -> Formatter:
+    """A comparison as a byte, C's spelling of an IR bool."""
+    return lambda p, dtype, a, b: f"(uint8_t){compare(p, dtype, a, b)}"
+
+
+def _max(p: Printer, dtype: DType, a: str, b: str) -> str:
+    if dtype in (DType.F32, DType.F16):
+        return f"lum_maxf({a}, {b})"
+    if dtype is DType.F64:
+        return f"lum_maxd({a}, {b})"
+    return f"({a} > {b} ? {a} : {b})"
+
+
+def _mod(p: Printer, dtype: DType, a: str, b: str) -> str:
+    if dtype.is_float:
+        return f"{'fmod' if dtype is DType.F64 else 'fmodf'}({a}, {b})"
+    return f"({b} == 0 ? 0 : {a} % {b})"
+
+
+def _idiv(p: Printer, dtype: DType, a: str, b: str) -> str:
+    return f"({b} == 0 ? 0 : {a} / {b})"
+
+
+#: The shared table with C's spellings: libm calls, NaN-propagating max, a zero divisor
+#: giving 0, comparisons as bytes.
+CODE_FOR_OP: Mapping[Op, Formatter] = MappingProxyType(
+    {
+        **exprs.CODE_FOR_OP,
+        Op.EXP2: _libm("lum_exp2f", "exp2"),
+        Op.LOG2: _libm("lum_log2f", "log2"),
+        Op.SIN: _libm("sinf", "sin"),
+        Op.SQRT: _libm("sqrtf", "sqrt"),
+        Op.MAX: _max,
+        Op.MOD: _mod,
+        Op.IDIV: _idiv,
+        Op.CMPLT: _byte(exprs.CODE_FOR_OP[Op.CMPLT]),
+        Op.CMPEQ: _byte(exprs.CODE_FOR_OP[Op.CMPEQ]),
+    }
+)
+
+C = Printer("C", literal, CODE_FOR_OP)
+
+
 def unary(op: Op, dtype: DType, x: str) -> str:
     computable(op, dtype)
-    if op is Op.RECIP:
-        return f"({literal(1.0, dtype)} / {x})"
-    f32, f64 = _UNARY[op]
-    return f"{f32 if dtype in (DType.F32, DType.F16) else f64}({x})"
+    return C.render(op, dtype, x)
 
 
 def cast(src: DType, dst: DType, x: str) -> str:
@@ -167,35 +211,9 @@ def cast(src: DType, dst: DType, x: str) -> str:
 
 def binary(op: Op, dtype: DType, a: str, b: str) -> str:
     computable(op, dtype)
-    if op is Op.ADD:
-        return f"({a} | {b})" if dtype is DType.BOOL else f"({a} + {b})"
-    if op is Op.MUL:
-        return f"({a} & {b})" if dtype is DType.BOOL else f"({a} * {b})"
-    if op is Op.MAX:
-        if dtype in (DType.F32, DType.F16):
-            return f"lum_maxf({a}, {b})"
-        if dtype is DType.F64:
-            return f"lum_maxd({a}, {b})"
-        return f"({a} > {b} ? {a} : {b})"
-    if op is Op.MOD:
-        if dtype.is_float:
-            return f"{'fmod' if dtype is DType.F64 else 'fmodf'}({a}, {b})"
-        return f"({b} == 0 ? 0 : {a} % {b})"
-    if op is Op.IDIV:
-        return f"({b} == 0 ? 0 : {a} / {b})"
-    if op is Op.CMPLT:
-        return f"(uint8_t)({a} < {b})"
-    if op is Op.CMPEQ:
-        return f"(uint8_t)({a} == {b})"
-    raise AssertionError(op)
+    return C.render(op, dtype, a, b)
 
 
 def reduce_init(op: Op, dtype: DType) -> str:
     computable(op, dtype)
-    if op is Op.SUM:
-        return literal(0, dtype)
-    if dtype.is_float:
-        return "(-INFINITY)"
-    if dtype is DType.BOOL:
-        return "0"
-    return literal(int(np.iinfo(dtype.np).min), dtype)
+    return literal(exprs.identity(op, dtype), dtype)

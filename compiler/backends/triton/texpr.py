@@ -5,16 +5,20 @@ The choices follow the reference interpreter, not Triton's fastest defaults: f32
 division and square root are the correctly rounded `div_rn` / `sqrt_rn` (plain `/` and
 `sqrt` are approximations on NVIDIA), `max` propagates NaN like `np.maximum`, integer
 `%` and `//` are C's truncating operators with a zero divisor giving 0, and f16/bf16
-transcendental functions are evaluated in f32 and rounded once, as numpy does.
+transcendental functions are evaluated in f32 and rounded once, as numpy does.  The ops
+are the shared table of `backends/exprs.py` with Triton's overrides (`CODE_FOR_OP`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
+from luminal.compiler.backends import exprs
+from luminal.compiler.backends.exprs import Formatter, Printer
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.schedule.symbolic import Atom, Div, Dyn, Lin, Mod, Var
 from luminal.errors import UnsupportedOp
@@ -90,12 +94,63 @@ def literal(value: object, dtype: DType) -> str:
 
 def reduce_init(op: Op, dtype: DType) -> str:
     """Identity of the reduction of `dtype` values, in the accumulator's type."""
-    acc = acc_type(op, dtype)
-    if op is Op.SUM or dtype is DType.BOOL:
-        return literal(0, acc)
-    if acc.is_float:
-        return literal(-math.inf, acc)
-    return literal(int(np.iinfo(acc.np).min), acc)
+    return literal(exprs.identity(op, dtype), acc_type(op, dtype))
+
+
+def _call(fn: str) -> Formatter:
+    return lambda p, dtype, x: f"{fn}({x})"
+
+
+def _reciprocal(p: Printer, dtype: DType, x: str) -> str:
+    if dtype is DType.F32:
+        return f"tl.div_rn({p.literal(1.0, dtype)}, {x})"
+    return exprs.CODE_FOR_OP[Op.RECIP](p, dtype, x)
+
+
+def _sqrt(p: Printer, dtype: DType, x: str) -> str:
+    return f"tl.sqrt_rn({x})" if dtype is DType.F32 else f"tl.sqrt({x})"
+
+
+def _max(p: Printer, dtype: DType, a: str, b: str) -> str:
+    if dtype is DType.BOOL:
+        return f"({a} | {b})"
+    if dtype.is_float:
+        return f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+    return f"tl.maximum({a}, {b})"
+
+
+def _guarded(op: Op, sym: str) -> Formatter:
+    """C's truncating `%` or `/` with a zero divisor giving 0; the divisor is replaced
+    by 1 where it is 0, since `tl.where` evaluates both sides."""
+
+    def formatter(p: Printer, dtype: DType, a: str, b: str) -> str:
+        if dtype.is_float:
+            if op is Op.IDIV:
+                raise UnsupportedOp("idiv needs integer operands", op=op.value)
+            return f"({a} % {b})"  # frem: the sign of the dividend, as C's fmod
+        zero, one = literal(0, dtype), literal(1, dtype)
+        return f"tl.where({b} == {zero}, {zero}, {a} {sym} tl.where({b} == {zero}, {one}, {b}))"
+
+    return formatter
+
+
+#: The shared table with Triton's spellings: correctly rounded f32 division and square
+#: root, `tl` functions, NaN-propagating max, a zero divisor giving 0.
+CODE_FOR_OP: Mapping[Op, Formatter] = MappingProxyType(
+    {
+        **exprs.CODE_FOR_OP,
+        Op.RECIP: _reciprocal,
+        Op.SQRT: _sqrt,
+        Op.EXP2: _call("tl.exp2"),
+        Op.LOG2: _call("tl.log2"),
+        Op.SIN: _call("tl.sin"),
+        Op.MAX: _max,
+        Op.MOD: _guarded(Op.MOD, "%"),
+        Op.IDIV: _guarded(Op.IDIV, "//"),
+    }
+)
+
+TRITON = Printer("Triton", literal, CODE_FOR_OP)
 
 
 def unary(op: Op, dtype: DType, x: str) -> str:
@@ -103,13 +158,7 @@ def unary(op: Op, dtype: DType, x: str) -> str:
         raise UnsupportedOp(f"{op.value} needs a float operand, got {dtype.value}", op=op.value)
     if dtype in _HALF:  # evaluate in f32, round once
         return cast(DType.F32, dtype, unary(op, DType.F32, f"{x}.to(tl.float32)"))
-    if op is Op.RECIP:
-        one = literal(1.0, dtype)
-        return f"tl.div_rn({one}, {x})" if dtype is DType.F32 else f"({one} / {x})"
-    if op is Op.SQRT:
-        return f"tl.sqrt_rn({x})" if dtype is DType.F32 else f"tl.sqrt({x})"
-    fn = {Op.EXP2: "tl.exp2", Op.LOG2: "tl.log2", Op.SIN: "tl.sin"}[op]
-    return f"{fn}({x})"
+    return TRITON.render(op, dtype, x)
 
 
 def cast(src: DType, dst: DType, x: str) -> str:
@@ -120,29 +169,7 @@ def cast(src: DType, dst: DType, x: str) -> str:
 
 def binary(op: Op, dtype: DType, a: str, b: str) -> str:
     """`dtype` is the operands' type (comparisons return bool)."""
-    if op is Op.ADD:
-        return f"({a} | {b})" if dtype is DType.BOOL else f"({a} + {b})"
-    if op is Op.MUL:
-        return f"({a} & {b})" if dtype is DType.BOOL else f"({a} * {b})"
-    if op is Op.MAX:
-        if dtype is DType.BOOL:
-            return f"({a} | {b})"
-        if dtype.is_float:
-            return f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
-        return f"tl.maximum({a}, {b})"
-    if op in (Op.MOD, Op.IDIV):
-        sym = "%" if op is Op.MOD else "//"
-        if dtype.is_float:
-            if op is Op.IDIV:
-                raise UnsupportedOp("idiv needs integer operands", op=op.value)
-            return f"({a} % {b})"  # frem: the sign of the dividend, as C's fmod
-        zero, one = literal(0, dtype), literal(1, dtype)
-        return f"tl.where({b} == {zero}, {zero}, {a} {sym} tl.where({b} == {zero}, {one}, {b}))"
-    if op is Op.CMPLT:
-        return f"({a} < {b})"
-    if op is Op.CMPEQ:
-        return f"({a} == {b})"
-    raise AssertionError(op)
+    return TRITON.render(op, dtype, a, b)
 
 
 # ---- index expressions -------------------------------------------------------------------
