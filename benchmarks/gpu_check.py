@@ -100,7 +100,7 @@ def _has_cuda_provider() -> bool:
 
 
 def prepare(
-    name: str, tmp: Path, device: str, dry_run: bool
+    name: str, tmp: Path, device: str, dry_run: bool, budget: float | None = None
 ) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
     """The three arms of one model, and what was learnt making them (compile time,
     parity of luminal and of torch against the reference)."""
@@ -122,7 +122,8 @@ def prepare(
     if sess.get_providers()[0] != provider:
         raise NoGpu(f"onnxruntime did not take {provider} (it runs on {sess.get_providers()})")
     t0 = time.perf_counter()
-    compile_model(load(onnx_path), tmp / f"{name}.lmnl", CompileOptions(target="cuda"))
+    options = CompileOptions(target="cuda", budget_seconds=budget, tuning_db=str(tmp / "tune.db"))
+    result = compile_model(load(onnx_path), tmp / f"{name}.lmnl", options)
     compiled = luminal.load(tmp / f"{name}.lmnl")
     compile_s = time.perf_counter() - t0
     module = model.module.to(device)
@@ -138,6 +139,8 @@ def prepare(
     got = compiled.run(feeds)
     info = {
         "compile_seconds": round(compile_s, 3),  # compile and load (kernels built at load)
+        "measured_kernels": None if result.search is None else result.search.measured,
+        "check": None if result.check is None else str(result.check),
         "parity_luminal": compare(got, ref, RTOL, ATOL).to_json(),
         "parity_torch": compare({names[0]: run_torch()}, ref, RTOL, ATOL).to_json(),
     }
@@ -150,7 +153,13 @@ def prepare(
 
 
 def measure(
-    name: str, duration: float, min_rounds: int, seed: int, device: str, dry_run: bool
+    name: str,
+    duration: float,
+    min_rounds: int,
+    seed: int,
+    device: str,
+    dry_run: bool,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     from benchmarks.compare import time_arms
     from luminal.metering.bench.method import MethodSettings
@@ -164,7 +173,7 @@ def measure(
         warmup_max_s=min(2.0, duration),  # the 5-minute budget of gpu_check.sh
     )
     with tempfile.TemporaryDirectory(prefix="luminal-gpu-check-") as tmp:
-        arms, info = prepare(name, Path(tmp), device, dry_run)
+        arms, info = prepare(name, Path(tmp), device, dry_run, budget)
         rounds, stats = time_arms(arms, settings, BASE)
     for arm in stats:
         stats[arm]["vs_torch"] = stats[arm]["median_ms"] / stats["torch-cuda"]["median_ms"]
@@ -185,7 +194,8 @@ def markdown(results: list[dict[str, Any]], dry_run: bool) -> str:
         lines.append(
             f"| {r['model']} | {ms[BASE]:.3f} | {ms['torch-cuda']:.3f} | {ms['luminal']:.3f} "
             f"| {a['luminal'][f'vs_{BASE}']:.2f}x | {a['luminal']['vs_torch']:.2f}x "
-            f"| {p['max_abs']:.2g} {ok} | {r['compile_seconds']:.1f} |"
+            f"| {p['max_abs']:.2g} {ok} | {r['compile_seconds']:.1f} "
+            f"({r['measured_kernels'] or 0} tuned) |"
         )
     if results:
         ort = geomean([r["arms"]["luminal"][f"vs_{BASE}"] for r in results])
@@ -215,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", type=float, default=3.0, help="seconds of interleaved rounds per model"
     )
     parser.add_argument("--min-rounds", type=int, default=10)
+    parser.add_argument(
+        "--budget",
+        default="20s",
+        help="luminal's search budget per model (the GPU tuner times tiles on the device); "
+        "'off' compiles with default tiles",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--json", type=Path, help="also write all results, raw samples included, here"
@@ -240,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         os.environ.pop("TRITON_INTERPRET", None)
     from benchmarks.models import SUITE_NAMES
+    from luminal.cli.options import parse_budget
+
+    budget = parse_budget(args.budget)
 
     models = (args.models or ("mlp" if args.dry_run else ",".join(SUITE_NAMES))).split(",")
     try:
@@ -248,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in models:
             print(f"gpu_check: {name} ...", file=sys.stderr)
             results.append(
-                measure(name, args.duration, args.min_rounds, args.seed, device, args.dry_run)
+                measure(
+                    name, args.duration, args.min_rounds, args.seed, device, args.dry_run, budget
+                )
             )
     except NoGpu as err:
         print(f"gpu_check: {err}", file=sys.stderr)
