@@ -24,7 +24,9 @@ from egglog import EGraph
 
 from luminal.compiler.ir import spec
 from luminal.compiler.ir.graph import Graph
-from luminal.compiler.search import egraph as eg
+from luminal.compiler.search.analyses import ANALYSIS
+from luminal.compiler.search.rulesets import Rule
+from luminal.compiler.search.terms import CONSTRUCTORS
 from luminal.errors import one_line
 
 FAMILIES: dict[str, str] = {
@@ -33,26 +35,6 @@ FAMILIES: dict[str, str] = {
     "fusion": "luminal.compiler.search.rules.fusion",
 }
 STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
-_CTORS = (
-    eg.Input,
-    eg.Const,
-    eg.Fill,
-    eg.Iota,
-    *eg.UNARY_CTORS.values(),
-    eg.Cast,
-    *eg.BINARY_CTORS.values(),
-    eg.Where,
-    eg.Sum,
-    eg.Rmax,
-    eg.Gather,
-    eg.Scatter,
-    eg.Reshape,
-    eg.Permute,
-    eg.Expand,
-    eg.Pad,
-    eg.Slice,
-    eg.Concat,
-)
 
 
 @dataclass(frozen=True)
@@ -108,11 +90,11 @@ class SaturationReport:
         return "\n".join(lines)
 
 
-def family_rules(families: Sequence[str]) -> tuple[eg.Rule, ...]:
+def family_rules(families: Sequence[str]) -> tuple[Rule, ...]:
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise ValueError(f"unknown rule families {unknown}; known: {sorted(FAMILIES)}")
-    rules: list[eg.Rule] = []
+    rules: list[Rule] = []
     for family in families:
         rules.extend(importlib.import_module(FAMILIES[family]).RULES)
     return tuple(rules)
@@ -130,11 +112,11 @@ class RunStats:
 
 
 def count_enodes(egraph: EGraph) -> int:
-    return sum(egraph.function_size(ctor) for ctor in _CTORS)
+    return sum(egraph.function_size(ctor) for ctor in CONSTRUCTORS.values())
 
 
 def saturate(
-    egraph: EGraph, rules: Sequence[eg.Rule], budget: SaturationBudget, deadline: float
+    egraph: EGraph, rules: Sequence[Rule], budget: SaturationBudget, deadline: float
 ) -> RunStats:
     """Run rounds of every rule until nothing changes or a budget is spent."""
     stats = RunStats()
@@ -145,7 +127,7 @@ def saturate(
         if time.perf_counter() >= deadline:
             stats.stop_reason = "seconds"
             break
-        _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)
+        _timed(egraph, "analysis", ANALYSIS.saturate(), stats)
         changed = False
         for r in rules:
             report = _timed(egraph, f"{r.family}.{r.name}", r.ruleset, stats)
@@ -164,7 +146,7 @@ def saturate(
         if not changed:
             stats.stop_reason = "saturated"
             break
-    _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)  # types for the last round
+    _timed(egraph, "analysis", ANALYSIS.saturate(), stats)  # types for the last round
     stats.enodes = count_enodes(egraph)
     return stats
 

@@ -16,12 +16,20 @@ from __future__ import annotations
 
 from egglog import PyObject, String, f64, vars_
 
-from luminal.compiler.search.egraph import (
+from luminal.compiler.search.analyses import (
+    dtype,
+    is_const,
+    nonneg,
+    permute_shape,
+    shape,
+    slice_shape,
+)
+from luminal.compiler.search.rulesets import Family, holds, py
+from luminal.compiler.search.terms import (
     Add,
     Cast,
     Exp2,
     Expand,
-    Family,
     Fill,
     Log2,
     Max,
@@ -34,14 +42,6 @@ from luminal.compiler.search.egraph import (
     Sum,
     Tensor,
     Where,
-    dtype,
-    holds,
-    is_const,
-    nonneg,
-    permute_shape,
-    py,
-    shape,
-    slice_shape,
 )
 
 FOLDS_IN_F64 = ("f32", "f64")

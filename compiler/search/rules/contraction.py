@@ -16,22 +16,9 @@ from __future__ import annotations
 
 from egglog import PyObject, String, eq, f64, relation, rule, var, vars_
 
-from luminal.compiler.search.egraph import (
-    Add,
-    Expand,
-    Family,
-    Fill,
-    Mul,
-    Permute,
-    Rmax,
-    Sum,
-    Tensor,
-    holds,
-    is_const,
-    py,
-    reduce_shape,
-    shape,
-)
+from luminal.compiler.search.analyses import is_const, reduce_shape, shape
+from luminal.compiler.search.rulesets import Family, holds, py
+from luminal.compiler.search.terms import Add, Expand, Fill, Mul, Permute, Rmax, Sum, Tensor
 
 is_contraction = relation("is_contraction", Tensor, egg_fn="is_contraction")
 

@@ -21,12 +21,13 @@ import math
 
 from egglog import PyObject, String, eq, f64, function, rule, set_, union, var, vars_
 
-from luminal.compiler.search.egraph import (
+from luminal.compiler.search.analyses import is_const, permute_shape, shape
+from luminal.compiler.search.rulesets import Family, holds, made, py
+from luminal.compiler.search.terms import (
     Add,
     Concat,
     Const,
     Expand,
-    Family,
     Fill,
     Mul,
     Permute,
@@ -34,12 +35,6 @@ from luminal.compiler.search.egraph import (
     Slice,
     Sum,
     Tensor,
-    holds,
-    is_const,
-    made,
-    permute_shape,
-    py,
-    shape,
 )
 
 
