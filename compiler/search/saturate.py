@@ -5,7 +5,9 @@
        (rounds, e-nodes, wall seconds) is spent -> choose the cheapest term per e-class
     -> rebuild with GraphBuilder, blocks instantiated per occurrence -> check
 
-Each rule runs as its own ruleset, so its matches and time are measured separately
+The schedule is composed here from rulesets declared elsewhere: `analyses.ANALYSIS`, and
+each family's `RULES` (declared in `rules/<family>.py` beside the terms they match).  Each
+rule runs as its own ruleset, so its matches and time are measured separately
 (`RuleStats`).  A budget hit is not a failure: the e-graph at that point holds only valid
 equalities, so the cheapest term found so far is extracted.  Any error (a rule producing an
 ill-typed term, a decode failure) returns the original graph with the reason in
@@ -15,25 +17,25 @@ ill-typed term, a decode failure) returns the original graph with the reason in
 from __future__ import annotations
 
 import gc
-import importlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 
 from egglog import EGraph
 
 from luminal.compiler.ir import spec
 from luminal.compiler.ir.graph import Graph
 from luminal.compiler.search.analyses import ANALYSIS
+from luminal.compiler.search.rules import algebra, contraction, fusion
 from luminal.compiler.search.rulesets import Rule
 from luminal.compiler.search.terms import CONSTRUCTORS
 from luminal.errors import one_line
 
-FAMILIES: dict[str, str] = {
-    "algebra": "luminal.compiler.search.rules.algebra",
-    "contraction": "luminal.compiler.search.rules.contraction",
-    "fusion": "luminal.compiler.search.rules.fusion",
-}
+#: Each rule family's rules, in the order a round runs them.
+FAMILIES: Mapping[str, tuple[Rule, ...]] = MappingProxyType(
+    {family.FAMILY.name: family.RULES for family in (algebra, contraction, fusion)}
+)
 STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
 
 
@@ -94,10 +96,7 @@ def family_rules(families: Sequence[str]) -> tuple[Rule, ...]:
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise ValueError(f"unknown rule families {unknown}; known: {sorted(FAMILIES)}")
-    rules: list[Rule] = []
-    for family in families:
-        rules.extend(importlib.import_module(FAMILIES[family]).RULES)
-    return tuple(rules)
+    return tuple(rule for family in families for rule in FAMILIES[family])
 
 
 @dataclass

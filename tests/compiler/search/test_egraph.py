@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from egglog import PyObject, var
+from egglog import PyObject
 
 from luminal.compiler.frontend.compose import contraction as cc
 from luminal.compiler.frontend.compose import math as m
@@ -24,7 +24,7 @@ from luminal.compiler.search.choice import choose
 from luminal.compiler.search.encoder import encode
 from luminal.compiler.search.fold import Folded, NotFoldable, compress, fold_node, leaf
 from luminal.compiler.search.language import Term
-from luminal.compiler.search.rulesets import Family
+from luminal.compiler.search.rulesets import Family, Rules
 from luminal.compiler.search.saturate import SaturationBudget, rewrite
 from luminal.compiler.search.snapshot import snapshot
 from luminal.compiler.search.terms import Sum, Tensor
@@ -136,10 +136,14 @@ def test_unknown_family_is_an_error() -> None:
 def test_a_wrong_rule_falls_back_to_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rule that breaks typing (dropping a reduction) is caught when the graph is rebuilt;
     the original graph comes back and the report says why."""
-    x, p = var("x", Tensor), var("p", PyObject)
     wrong = Family("broken")
-    wrong.add("drop-sum", "Wrong on purpose.", wrong.rewrite(Sum(x, p), x))
-    monkeypatch.setattr(saturate, "family_rules", lambda families: tuple(wrong.rules))
+
+    @wrong.rule("drop-sum")
+    def drop_sum(x: Tensor, p: PyObject) -> Rules:
+        """Wrong on purpose."""
+        yield wrong.rewrite(Sum(x, p), x)
+
+    monkeypatch.setattr(saturate, "family_rules", lambda families: (drop_sum,))
     graph = small_model()
     out, report = rewrite(graph)
     assert out is graph
