@@ -19,136 +19,49 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from egglog import EGraph
-
 from luminal.compiler.ir.graph import numel
-from luminal.compiler.ir.ops import Op
+from luminal.compiler.search.language import Kind, Term
+from luminal.compiler.search.snapshot import EGraphView
 
-VIEWS = {"Reshape": Op.RESHAPE, "Permute": Op.PERMUTE, "Expand": Op.EXPAND, "Slice": Op.SLICE}
-UNARY = {"Exp2": Op.EXP2, "Log2": Op.LOG2, "Sin": Op.SIN, "Sqrt": Op.SQRT, "Recip": Op.RECIP}
-BINARY = {
-    "Add": Op.ADD,
-    "Mul": Op.MUL,
-    "Max": Op.MAX,
-    "Mod": Op.MOD,
-    "Idiv": Op.IDIV,
-    "Lt": Op.CMPLT,
-    "Eq": Op.CMPEQ,
-}
-REDUCE = {"Sum": Op.SUM, "Rmax": Op.RMAX}
-CONSTRUCTORS = frozenset(
-    {*VIEWS, *UNARY, *BINARY, *REDUCE}
-    | {"Input", "Const", "Fill", "Iota", "Cast", "Where", "Gather", "Scatter", "Pad", "Concat"}
-)
 #: Work per element, relative to an add.
-OP_WEIGHT = {"Exp2": 4, "Log2": 4, "Sin": 4, "Sqrt": 4, "Recip": 2, "Mod": 2, "Idiv": 2}
+OP_WEIGHT = {
+    Term.EXP2: 4,
+    Term.LOG2: 4,
+    Term.SIN: 4,
+    Term.SQRT: 4,
+    Term.RECIP: 2,
+    Term.MOD: 2,
+    Term.IDIV: 2,
+}
 #: Shape unknown (a node made after the last analysis round): priced as huge.
 UNKNOWN = 1 << 40
 #: A reduction is a kernel of its own: launch, and a pass over memory its fused
 #: neighbours avoid.  In element-operations.
 KERNEL = 1 << 17
-
-
-@dataclass(frozen=True)
-class ENode:
-    op: str
-    children: tuple[int, ...]  # e-class ids of the Tensor operands, in order
-    params: tuple[object, ...]  # the primitive arguments, in order
-
-
-@dataclass
-class EGraphView:
-    """A plain-Python snapshot of the e-graph: e-nodes per e-class, analyses, roots."""
-
-    nodes: list[ENode]
-    node_class: list[int]
-    classes: list[list[int]]
-    shapes: dict[int, tuple[int, ...]]
-    dtypes: dict[int, str]
-    lets: dict[str, int]  # let name -> e-class
-    made: dict[int, set[str]]  # e-class -> rule families that added an alternative to it
-
-    @property
-    def enodes(self) -> int:
-        return len(self.nodes)
-
-
-def snapshot(egraph: EGraph) -> EGraphView:
-    raw = egraph._egraph  # the bindings object: values convert without the high-level layer
-    frozen = raw.freeze()
-    ids: dict[object, int] = {}
-
-    def cls(value: object) -> int:
-        return ids.setdefault(value, len(ids))
-
-    nodes: list[ENode] = []
-    node_class: list[int] = []
-    shapes: dict[int, tuple[int, ...]] = {}
-    dtypes: dict[int, str] = {}
-    lets: dict[str, int] = {}
-    made: dict[int, set[str]] = {}
-    tensor_sort = frozen.functions["Mul"].output_sort if "Mul" in frozen.functions else None
-    convert = {
-        "String": raw.value_to_string,
-        "f64": raw.value_to_f64,
-        "i64": raw.value_to_i64,
-        "PyObject": raw.value_to_pyobject,
-    }
-    for name, fn in frozen.functions.items():
-        if fn.is_let_binding:
-            for row in fn.rows:
-                lets[name.lstrip("$")] = cls(row.output)
-            continue
-        if name == "shape":
-            for row in fn.rows:
-                if not row.subsumed:
-                    shapes[cls(row.inputs[0])] = tuple(raw.value_to_pyobject(row.output))
-            continue
-        if name == "made":
-            for row in fn.rows:
-                made.setdefault(cls(row.inputs[0]), set()).add(raw.value_to_string(row.inputs[1]))
-            continue
-        if name == "dtype":
-            for row in fn.rows:
-                dtypes[cls(row.inputs[0])] = raw.value_to_string(row.output)
-            continue
-        if name not in CONSTRUCTORS:
-            continue
-        for row in fn.rows:
-            if row.subsumed:
-                continue
-            children = []
-            params: list[object] = []
-            for sort, value in zip(fn.input_sorts, row.inputs, strict=True):
-                if sort == tensor_sort:
-                    children.append(cls(value))
-                else:
-                    params.append(convert[sort](value))
-            nodes.append(ENode(name, tuple(children), tuple(params)))
-            node_class.append(cls(row.output))
-    classes: list[list[int]] = [[] for _ in range(len(ids))]
-    for n, c in enumerate(node_class):
-        classes[c].append(n)
-    return EGraphView(nodes, node_class, classes, shapes, dtypes, lets, made)
+#: Leaves that cost nothing to read (iota is computed, cheaply).
+_FREE = frozenset({Term.INPUT, Term.CONST, Term.FILL})
+#: What the scheduler computes in an elementwise kernel.
+_COMPUTED = frozenset(
+    t for t in Term if t.kind in (Kind.UNARY, Kind.BINARY, Kind.TERNARY, Kind.JOIN)
+) | {Term.GATHER}
 
 
 def local_cost(view: EGraphView, n: int, folded_children: bool) -> int:
     """Estimated work of one e-node, given whether its operands all fold to constants."""
     node = view.nodes[n]
     op = node.op
-    if op in ("Input", "Const", "Fill"):
+    if op in _FREE:
         return 0
-    if op == "Iota":
+    if op is Term.IOTA:
         return 1
     if folded_children:
         return 1  # folded into a weight at compile time
-    if op in VIEWS or op == "Pad":
+    if op.kind is Kind.VIEW:
         return 1
-    shp = view.shapes.get(view.node_class[n])
-    if op in REDUCE:
-        shp = view.shapes.get(node.children[0])
+    reduces = op.kind is Kind.REDUCE
+    shp = view.shapes.get(node.children[0] if reduces else view.node_class[n])
     size = numel(shp) if shp is not None else UNKNOWN
-    return OP_WEIGHT.get(op, 1) * size + (KERNEL if op in REDUCE else 1)
+    return OP_WEIGHT.get(op, 1) * size + (KERNEL if reduces else 1)
 
 
 @dataclass(frozen=True)
@@ -191,9 +104,6 @@ def _dag_cost(view: EGraphView, choice: Choice, used: frozenset[int], roots: lis
     return work + _materialized_cost(view, choice, used, roots)
 
 
-_COMPUTED = frozenset({*UNARY, *BINARY, "Cast", "Where", "Gather", "Concat"})
-
-
 def _materialized_cost(
     view: EGraphView, choice: Choice, used: frozenset[int], roots: list[int]
 ) -> int:
@@ -204,16 +114,16 @@ def _materialized_cost(
     op = {c: view.nodes[choice.best[c]].op for c in used}
     kids = {c: set(view.nodes[choice.best[c]].children) & used for c in used}
     computed = {c for c in used if op[c] in _COMPUTED and not choice.folds.get(c)}
-    reductions = {c for c in used if op[c] in REDUCE}
-    mat = reductions | {c for c in used if op[c] == "Scatter"} | (set(roots) & computed)
+    reductions = {c for c in used if op[c].kind is Kind.REDUCE}
+    mat = reductions | {c for c in used if op[c] is Term.SCATTER} | (set(roots) & computed)
     consumers: dict[int, list[int]] = {c: [] for c in used}
     for c in used:
         for k in kids[c]:
             consumers[k].append(c)
     for c in used:
-        if op[c] == "Expand":
+        if op[c] is Term.EXPAND:
             root = c
-            while op.get(root) in VIEWS or op.get(root) == "Pad":
+            while root in op and op[root].kind is Kind.VIEW:
                 nxt = next(iter(kids[root]), None)
                 if nxt is None:
                     break
@@ -321,7 +231,7 @@ def _adopt_shared(view: EGraphView, choice: Choice, cost: int, roots: list[int])
         c
         for c in choice.best
         if c not in used
-        and view.nodes[choice.best[c]].op in REDUCE
+        and view.nodes[choice.best[c]].op.kind is Kind.REDUCE
         and len({view.node_class[n] for n in parents.get(c, [])}) >= 2
     ]
     deadline = time.perf_counter() + ADOPT_SECONDS
@@ -418,8 +328,8 @@ def _extract(view: EGraphView, free: frozenset[int]) -> Choice:
     def price(n: int) -> tuple[int, bool]:
         node = view.nodes[n]
         kids = set(node.children)
-        foldable = node.op in ("Const", "Fill") or (
-            bool(kids) and node.op not in ("Input", "Iota") and all(folds[c] for c in kids)
+        foldable = node.op in (Term.CONST, Term.FILL) or (
+            bool(kids) and node.op.kind is not Kind.SOURCE and all(folds[c] for c in kids)
         )
         used = sum(0 if c in free else cost[c] for c in kids)
         return local_cost(view, n, foldable and bool(kids)) + used, foldable

@@ -14,8 +14,10 @@ import numpy as np
 from luminal.compiler.ir.builder import GraphBuilder, Value
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.ops import Op
-from luminal.compiler.search.choice import BINARY, REDUCE, UNARY, Choice, EGraphView, ENode
+from luminal.compiler.search.choice import Choice
 from luminal.compiler.search.fold import Folded, NotFoldable, fold_node, leaf
+from luminal.compiler.search.language import Kind, Term
+from luminal.compiler.search.snapshot import EGraphView, ENode
 from luminal.errors import GraphError
 
 
@@ -67,15 +69,15 @@ class Decoder:
 
     def _build(self, cls: int, node: ENode, kids: list[Value | Folded]) -> Value | Folded:
         op, p = node.op, node.params
-        if op == "Input":
+        if op is Term.INPUT:
             return self.resolve(p[0])  # type: ignore[arg-type]
-        if op == "Const":
+        if op is Term.CONST:
             (key,) = p
             return leaf(self.consts[key], key)  # type: ignore[index]
-        if op == "Fill":
+        if op is Term.FILL:
             value, shp, dt = p
             return Folded(np.full((1,) * len(shp), value, DType(dt).np), tuple(shp))  # type: ignore[arg-type]
-        if op == "Iota":
+        if op is Term.IOTA:
             axis, shp, dt = p
             return self.b.iota(shp, axis, DType(dt))  # type: ignore[arg-type]
         if kids and all(isinstance(k, Folded) for k in kids):
@@ -89,37 +91,37 @@ class Decoder:
         xs = [self.emit(k) for k in kids]
         return self._emit_op(op, p, xs)
 
-    def _emit_op(self, op: str, p: tuple[object, ...], xs: list[Value]) -> Value:
+    def _emit_op(self, op: Term, p: tuple[object, ...], xs: list[Value]) -> Value:
         b = self.b
-        if op in UNARY:
-            return b.unary(UNARY[op], xs[0])
-        if op == "Cast":
+        if op is Term.CAST:
             return b.cast(xs[0], DType(p[0]))  # type: ignore[arg-type]
-        if op in BINARY:
-            return b.binary(BINARY[op], xs[0], xs[1])
-        if op == "Where":
+        if op.kind is Kind.UNARY:
+            return b.unary(op.op, xs[0])  # type: ignore[arg-type]
+        if op.kind is Kind.BINARY:
+            return b.binary(op.op, xs[0], xs[1])  # type: ignore[arg-type]
+        if op is Term.WHERE:
             return b.where(*xs)
-        if op in REDUCE:
-            return b.reduce(REDUCE[op], xs[0], p[0])  # type: ignore[arg-type]
-        if op == "Gather":
+        if op.kind is Kind.REDUCE:
+            return b.reduce(op.op, xs[0], p[0])  # type: ignore[arg-type]
+        if op is Term.GATHER:
             return b.gather(xs[0], xs[1], p[0])  # type: ignore[arg-type]
-        if op == "Scatter":
+        if op is Term.SCATTER:
             return b.scatter(xs[0], xs[1], xs[2], p[0])  # type: ignore[arg-type]
-        if op == "Reshape":
+        if op is Term.RESHAPE:
             return b.reshape(xs[0], p[0])  # type: ignore[arg-type]
-        if op == "Permute":
+        if op is Term.PERMUTE:
             return b.permute(xs[0], p[0])  # type: ignore[arg-type]
-        if op == "Expand":
+        if op is Term.EXPAND:
             return b.expand(xs[0], p[0])  # type: ignore[arg-type]
-        if op == "Pad":
+        if op is Term.PAD:
             widths, fill = p[0]  # type: ignore[misc]
             return b.pad(xs[0], widths, fill)
-        if op == "Slice":
+        if op is Term.SLICE:
             arg, shp = p[0]  # type: ignore[misc]
             return b.slice(
                 xs[0], [(start, step, n) for (start, step), n in zip(arg, shp, strict=True)]
             )
-        if op == "Concat":
+        if op is Term.CONCAT:
             (axis,) = p
             x, y = xs
             before = [(0, 0)] * x.ndim
@@ -127,4 +129,4 @@ class Decoder:
             after[axis] = (0, y.shape[axis])  # type: ignore[index]
             before[axis] = (x.shape[axis], 0)  # type: ignore[index]
             return b.binary(Op.ADD, b.pad(x, after, 0), b.pad(y, before, 0))
-        raise GraphError(f"cannot decode e-node {op}")
+        raise GraphError(f"cannot decode e-node {op.egg_name}")

@@ -24,7 +24,8 @@ import numpy as np
 from luminal.compiler.ir import interpreter
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import numel
-from luminal.compiler.ir.ops import Op
+from luminal.compiler.ir.ops import ELEMENTWISE, Op
+from luminal.compiler.search.language import Kind, Term
 
 #: Most elements materialized while folding one op.
 LIMIT = 1 << 22
@@ -32,31 +33,8 @@ LIMIT = 1 << 22
 GROWTH = 2
 #: ... and up to this many elements regardless.
 SMALL = 4096
-
-_ELEMENTWISE = {
-    "Exp2": Op.EXP2,
-    "Log2": Op.LOG2,
-    "Sin": Op.SIN,
-    "Sqrt": Op.SQRT,
-    "Recip": Op.RECIP,
-    "Cast": Op.CAST,
-    "Add": Op.ADD,
-    "Mul": Op.MUL,
-    "Max": Op.MAX,
-    "Mod": Op.MOD,
-    "Idiv": Op.IDIV,
-    "Lt": Op.CMPLT,
-    "Eq": Op.CMPEQ,
-    "Where": Op.WHERE,
-}
-_DENSE = {
-    "Pad": Op.PAD,
-    "Slice": Op.SLICE,
-    "Gather": Op.GATHER,
-    "Scatter": Op.SCATTER,
-}
-
-
+#: Ops evaluated on the whole value (they move or pick elements), within `LIMIT`.
+_DENSE = frozenset({Term.PAD, Term.SLICE, Term.GATHER, Term.SCATTER})
 _GENERATED = re.compile(r"const\d+")
 
 
@@ -106,29 +84,29 @@ def leaf(array: np.ndarray, key: str) -> Folded:
 
 
 def fold_node(
-    op: str, params: Sequence[object], kids: Sequence[Folded], shape: tuple[int, ...], dt: DType
+    op: Term, params: Sequence[object], kids: Sequence[Folded], shape: tuple[int, ...], dt: DType
 ) -> Folded:
     """Evaluate one op over folded operands; `shape` and `dt` are the e-class's type."""
     biggest = max(k.small.size for k in kids)
-    if op in _ELEMENTWISE:
+    if op.op in ELEMENTWISE:
         common = np.broadcast_shapes(*(k.small.shape for k in kids))
         srcs = [np.broadcast_to(k.small, common) for k in kids]
-        out = interpreter.eval_op(_ELEMENTWISE[op], None, tuple(common), dt, srcs)
+        out = interpreter.eval_op(op.op, None, tuple(common), dt, srcs)  # type: ignore[arg-type]
         result = Folded(out, shape)
-    elif op == "Expand":
+    elif op is Term.EXPAND:
         result = Folded(kids[0].small, shape)
-    elif op == "Permute":
+    elif op is Term.PERMUTE:
         (perm,) = params
         result = Folded(np.transpose(kids[0].small, perm), shape)  # type: ignore[arg-type]
-    elif op == "Reshape":
+    elif op is Term.RESHAPE:
         (x,) = kids
         if x.small.shape == x.shape:
             result = Folded(x.small.reshape(shape), shape)
         else:
             result = Folded(compress(_dense(x).reshape(shape)), shape)
-    elif op in ("Sum", "Rmax"):
+    elif op.kind is Kind.REDUCE:
         result = _reduce(op, params[0], kids[0], shape, dt)  # type: ignore[arg-type]
-    elif op == "Concat":
+    elif op is Term.CONCAT:
         (axis,) = params
         _budget(shape)
         out = np.concatenate([_dense(k) for k in kids], axis=axis)  # type: ignore[arg-type]
@@ -136,27 +114,29 @@ def fold_node(
     elif op in _DENSE:
         _budget(shape)
         arg = params[0] if params else None
-        if op == "Slice":
+        if op is Term.SLICE:
             arg = arg[0]  # type: ignore[index]
         srcs = [_dense(k) for k in kids]
-        out = interpreter.eval_op(_DENSE[op], arg, shape, dt, srcs)
+        out = interpreter.eval_op(op.op, arg, shape, dt, srcs)  # type: ignore[arg-type]
         result = Folded(compress(out), shape)
     else:
-        raise NotFoldable(op)
+        raise NotFoldable(op.egg_name)
     if result.small.size > max(SMALL, GROWTH * biggest):
-        raise NotFoldable(f"{op} would grow a weight to {result.small.size} elements")
+        raise NotFoldable(f"{op.egg_name} would grow a weight to {result.small.size} elements")
     return result
 
 
-def _reduce(op: str, axes: tuple[int, ...], x: Folded, shape: tuple[int, ...], dt: DType) -> Folded:
+def _reduce(
+    op: Term, axes: tuple[int, ...], x: Folded, shape: tuple[int, ...], dt: DType
+) -> Folded:
     """Reduce the compressed value: over a broadcast axis a sum multiplies by its length
     and a max changes nothing, so only the stored axes are reduced."""
     stored = tuple(a for a in axes if x.small.shape[a] > 1)
     small_shape = tuple(1 if k in stored else n for k, n in enumerate(x.small.shape))
-    ir_op = Op.SUM if op == "Sum" else Op.RMAX
-    out = interpreter.eval_op(ir_op, stored, small_shape, dt, [x.small]) if stored else x.small
+    reduce_op: Op = op.op  # type: ignore[assignment]
+    out = interpreter.eval_op(reduce_op, stored, small_shape, dt, [x.small]) if stored else x.small
     copies = math.prod(x.shape[a] for a in axes if x.small.shape[a] == 1)
-    if op == "Sum" and copies > 1:
+    if op is Term.SUM and copies > 1:
         out = interpreter.eval_op(
             Op.MUL, None, small_shape, dt, [out, np.full(small_shape, copies, dt.np)]
         )

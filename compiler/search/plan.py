@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from luminal.compiler.ir.builder import GraphBuilder, Value
 from luminal.compiler.ir.graph import Graph
 from luminal.compiler.ir.ops import Op
-from luminal.compiler.search import egraph as eg
 from luminal.compiler.search.blocks import Block, find_blocks, param_key
-from luminal.compiler.search.choice import Choice, EGraphView, choose, snapshot
+from luminal.compiler.search.choice import Choice, choose
 from luminal.compiler.search.decode import Decoder
+from luminal.compiler.search.encoder import Encoding, encode
 from luminal.compiler.search.fold import Folded
+from luminal.compiler.search.language import Term
+from luminal.compiler.search.rulesets import Rule
 from luminal.compiler.search.saturate import STOP_REASONS, RunStats, SaturationBudget, saturate
+from luminal.compiler.search.snapshot import EGraphView, snapshot
 
 #: Share of the time budget for saturation; the rest is for extraction and decoding.
 SATURATION_SHARE = 0.75
@@ -42,14 +45,14 @@ class PlanResult:
 
 @dataclass
 class _Solved:
-    encoding: eg.Encoding
+    encoding: Encoding
     view: EGraphView
     choice: Choice
     stats: RunStats
 
 
 def run(
-    graph: Graph, rules: Sequence[eg.Rule], budget: SaturationBudget, deadline: float
+    graph: Graph, rules: Sequence[Rule], budget: SaturationBudget, deadline: float
 ) -> PlanResult:
     blocks = find_blocks(graph)
     exits = {
@@ -66,8 +69,8 @@ def run(
             if graph.nodes[n].op is not Op.CONST
         )
     )
-    encodings = [eg.encode(b.template(graph)) for b in blocks]
-    encodings.append(eg.encode(graph, exits, keep))
+    encodings = [encode(b.template(graph)) for b in blocks]
+    encodings.append(encode(graph, exits, keep))
     solved = _saturate_all(encodings, rules, budget, deadline, {len(blocks): keep})
     *templates, outer = solved
 
@@ -106,8 +109,8 @@ def run(
 
 
 def _saturate_all(
-    encodings: list[eg.Encoding],
-    rules: Sequence[eg.Rule],
+    encodings: list[Encoding],
+    rules: Sequence[Rule],
     budget: SaturationBudget,
     deadline: float,
     keep: dict[int, tuple[int, ...]],
@@ -173,7 +176,7 @@ def _applied(solved: _Solved) -> dict[str, int]:
 def credit(
     view: EGraphView,
     choice: Choice,
-    original: set[tuple[str, tuple[int, ...], int]],
+    original: set[tuple[Term, tuple[int, ...], int]],
     made: dict[int, set[str]],
     roots: Sequence[int],
 ) -> dict[str, int]:

@@ -5,7 +5,9 @@
        (rounds, e-nodes, wall seconds) is spent -> choose the cheapest term per e-class
     -> rebuild with GraphBuilder, blocks instantiated per occurrence -> check
 
-Each rule runs as its own ruleset, so its matches and time are measured separately
+The schedule is composed here from rulesets declared elsewhere: `analyses.ANALYSIS`, and
+each family's `RULES` (declared in `rules/<family>.py` beside the terms they match).  Each
+rule runs as its own ruleset, so its matches and time are measured separately
 (`RuleStats`).  A budget hit is not a failure: the e-graph at that point holds only valid
 equalities, so the cheapest term found so far is extracted.  Any error (a rule producing an
 ill-typed term, a decode failure) returns the original graph with the reason in
@@ -15,44 +17,26 @@ ill-typed term, a decode failure) returns the original graph with the reason in
 from __future__ import annotations
 
 import gc
-import importlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 
 from egglog import EGraph
 
 from luminal.compiler.ir import spec
 from luminal.compiler.ir.graph import Graph
-from luminal.compiler.search import egraph as eg
+from luminal.compiler.search.analyses import ANALYSIS
+from luminal.compiler.search.rules import algebra, contraction, fusion
+from luminal.compiler.search.rulesets import Rule
+from luminal.compiler.search.terms import CONSTRUCTORS
 from luminal.errors import one_line
 
-FAMILIES: dict[str, str] = {
-    "algebra": "luminal.compiler.search.rules.algebra",
-    "contraction": "luminal.compiler.search.rules.contraction",
-    "fusion": "luminal.compiler.search.rules.fusion",
-}
-STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
-_CTORS = (
-    eg.Input,
-    eg.Const,
-    eg.Fill,
-    eg.Iota,
-    *eg.UNARY_CTORS.values(),
-    eg.Cast,
-    *eg.BINARY_CTORS.values(),
-    eg.Where,
-    eg.Sum,
-    eg.Rmax,
-    eg.Gather,
-    eg.Scatter,
-    eg.Reshape,
-    eg.Permute,
-    eg.Expand,
-    eg.Pad,
-    eg.Slice,
-    eg.Concat,
+#: Each rule family's rules, in the order a round runs them.
+FAMILIES: Mapping[str, tuple[Rule, ...]] = MappingProxyType(
+    {family.FAMILY.name: family.RULES for family in (algebra, contraction, fusion)}
 )
+STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
 
 
 @dataclass(frozen=True)
@@ -108,14 +92,11 @@ class SaturationReport:
         return "\n".join(lines)
 
 
-def family_rules(families: Sequence[str]) -> tuple[eg.Rule, ...]:
+def family_rules(families: Sequence[str]) -> tuple[Rule, ...]:
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise ValueError(f"unknown rule families {unknown}; known: {sorted(FAMILIES)}")
-    rules: list[eg.Rule] = []
-    for family in families:
-        rules.extend(importlib.import_module(FAMILIES[family]).RULES)
-    return tuple(rules)
+    return tuple(rule for family in families for rule in FAMILIES[family])
 
 
 @dataclass
@@ -130,11 +111,11 @@ class RunStats:
 
 
 def count_enodes(egraph: EGraph) -> int:
-    return sum(egraph.function_size(ctor) for ctor in _CTORS)
+    return sum(egraph.function_size(ctor) for ctor in CONSTRUCTORS.values())
 
 
 def saturate(
-    egraph: EGraph, rules: Sequence[eg.Rule], budget: SaturationBudget, deadline: float
+    egraph: EGraph, rules: Sequence[Rule], budget: SaturationBudget, deadline: float
 ) -> RunStats:
     """Run rounds of every rule until nothing changes or a budget is spent."""
     stats = RunStats()
@@ -145,7 +126,7 @@ def saturate(
         if time.perf_counter() >= deadline:
             stats.stop_reason = "seconds"
             break
-        _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)
+        _timed(egraph, "analysis", ANALYSIS.saturate(), stats)
         changed = False
         for r in rules:
             report = _timed(egraph, f"{r.family}.{r.name}", r.ruleset, stats)
@@ -164,7 +145,7 @@ def saturate(
         if not changed:
             stats.stop_reason = "saturated"
             break
-    _timed(egraph, "analysis", eg.ANALYSIS.saturate(), stats)  # types for the last round
+    _timed(egraph, "analysis", ANALYSIS.saturate(), stats)  # types for the last round
     stats.enodes = count_enodes(egraph)
     return stats
 

@@ -14,24 +14,11 @@ decompositions back to that shape so the scheduler makes one blocked kernel of t
 
 from __future__ import annotations
 
-from egglog import PyObject, String, eq, f64, relation, rule, var, vars_
+from egglog import PyObject, String, eq, f64, relation, rule
 
-from luminal.compiler.search.egraph import (
-    Add,
-    Expand,
-    Family,
-    Fill,
-    Mul,
-    Permute,
-    Rmax,
-    Sum,
-    Tensor,
-    holds,
-    is_const,
-    py,
-    reduce_shape,
-    shape,
-)
+from luminal.compiler.search.analyses import is_const, reduce_shape, shape
+from luminal.compiler.search.rulesets import Family, Rules, holds, py
+from luminal.compiler.search.terms import Add, Expand, Fill, Mul, Permute, Rmax, Sum, Tensor
 
 is_contraction = relation("is_contraction", Tensor, egg_fn="is_contraction")
 
@@ -54,70 +41,70 @@ def permute_axes(p: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(p[a] for a in axes))
 
 
-def build() -> Family:
-    fam = Family("contraction")
-    rw = fam.rewrite
-    x, y, z, a, b, e = vars_("x y z a b e", Tensor)
-    s, t, p, q = vars_("s t p q", PyObject)
-    v = var("v", f64)
-    d = var("d", String)
+FAMILY = Family("contraction")
+rw = FAMILY.rewrite
 
-    fam.add(
-        "recognize",
-        "sum(mul(expand(a), expand(b))) is a contraction kernel.",
-        rule(eq(e).to(Sum(Mul(Expand(a, s), Expand(b, s)), p))).then(is_contraction(e)),
-    )
+
+@FAMILY.rule("recognize")
+def recognize(a: Tensor, b: Tensor, e: Tensor, s: PyObject, p: PyObject) -> Rules:
+    """sum(mul(expand(a), expand(b))) is a contraction kernel."""
+    yield rule(eq(e).to(Sum(Mul(Expand(a, s), Expand(b, s)), p))).then(is_contraction(e))
+
+
+@FAMILY.rule("factor-out")
+def factor_out(
+    x: Tensor, y: Tensor, z: Tensor, s: PyObject, t: PyObject, p: PyObject, v: f64, d: String
+) -> Rules:
+    """sum(x * expand(z)) = sum(x) * expand(z) when z is constant along the reduced axes;
+    likewise a literal factor."""
     ro = py(reduce_shape)(s, p)
-    fam.add(
-        "factor-out",
-        "sum(x * expand(z)) = sum(x) * expand(z) when z is constant along the reduced "
-        "axes; likewise a literal factor.",
-        rw(
-            Sum(Mul(Mul(x, Expand(z, s)), y), p),
-            Mul(Sum(Mul(x, y), p), Expand(z, ro)),
-            shape(z) == t,
-            holds(py(constant_along)(t, p)),
-        ),
-        rw(
-            Sum(Mul(x, Expand(z, s)), p),
-            Mul(Sum(x, p), Expand(z, ro)),
-            shape(z) == t,
-            holds(py(constant_along)(t, p)),
-        ),
-        rw(Sum(Mul(Mul(x, Fill(v, s, d)), y), p), Mul(Sum(Mul(x, y), p), Fill(v, ro, d))),
-        rw(Sum(Mul(x, Fill(v, s, d)), p), Mul(Sum(x, p), Fill(v, ro, d))),
+    yield rw(
+        Sum(Mul(Mul(x, Expand(z, s)), y), p),
+        Mul(Sum(Mul(x, y), p), Expand(z, ro)),
+        shape(z) == t,
+        holds(py(constant_along)(t, p)),
     )
-    fam.add(
-        "sum-merge",
-        "Nested reductions of one kind are one reduction over both sets of axes.",
-        rw(Sum(Sum(x, p), q), Sum(x, py(merge_axes)(p, q))),
-        rw(Rmax(Rmax(x, p), q), Rmax(x, py(merge_axes)(p, q))),
+    yield rw(
+        Sum(Mul(x, Expand(z, s)), p),
+        Mul(Sum(x, p), Expand(z, ro)),
+        shape(z) == t,
+        holds(py(constant_along)(t, p)),
     )
-    fam.add(
-        "sum-unit",
-        "Reducing only axes of length 1 changes nothing.",
-        rw(Sum(x, p), x, shape(x) == s, holds(py(unit_axes)(s, p))),
-        rw(Rmax(x, p), x, shape(x) == s, holds(py(unit_axes)(s, p))),
-    )
-    fam.add(
-        "sum-through-permute",
-        "sum(permute(x)) = permute(sum(x)) over the matching axes (reduced axes are kept).",
-        rw(Sum(Permute(x, q), p), Permute(Sum(x, py(permute_axes)(q, p)), q)),
-    )
-    fam.add(
-        "sum-split-const",
-        "sum(x + c) = sum(x) + sum(c) for constant c: the constant part folds.",
-        rw(Sum(Add(x, y), p), Add(Sum(x, p), Sum(y, p)), is_const(y)),
-        rw(
-            Sum(Mul(Add(x, y), z), p),
-            Add(Sum(Mul(x, z), p), Sum(Mul(y, z), p)),
-            is_const(y),
-            is_const(z),
-        ),
-    )
-    return fam
+    yield rw(Sum(Mul(Mul(x, Fill(v, s, d)), y), p), Mul(Sum(Mul(x, y), p), Fill(v, ro, d)))
+    yield rw(Sum(Mul(x, Fill(v, s, d)), p), Mul(Sum(x, p), Fill(v, ro, d)))
 
 
-_FAMILY = build()
-RULES = tuple(_FAMILY.rules)
-__all__ = ["RULES", "build", "is_contraction"]
+@FAMILY.rule("sum-merge")
+def sum_merge(x: Tensor, p: PyObject, q: PyObject) -> Rules:
+    """Nested reductions of one kind are one reduction over both sets of axes."""
+    yield rw(Sum(Sum(x, p), q), Sum(x, py(merge_axes)(p, q)))
+    yield rw(Rmax(Rmax(x, p), q), Rmax(x, py(merge_axes)(p, q)))
+
+
+@FAMILY.rule("sum-unit")
+def sum_unit(x: Tensor, s: PyObject, p: PyObject) -> Rules:
+    """Reducing only axes of length 1 changes nothing."""
+    yield rw(Sum(x, p), x, shape(x) == s, holds(py(unit_axes)(s, p)))
+    yield rw(Rmax(x, p), x, shape(x) == s, holds(py(unit_axes)(s, p)))
+
+
+@FAMILY.rule("sum-through-permute")
+def sum_through_permute(x: Tensor, p: PyObject, q: PyObject) -> Rules:
+    """sum(permute(x)) = permute(sum(x)) over the matching axes (reduced axes are kept)."""
+    yield rw(Sum(Permute(x, q), p), Permute(Sum(x, py(permute_axes)(q, p)), q))
+
+
+@FAMILY.rule("sum-split-const")
+def sum_split_const(x: Tensor, y: Tensor, z: Tensor, p: PyObject) -> Rules:
+    """sum(x + c) = sum(x) + sum(c) for constant c: the constant part folds."""
+    yield rw(Sum(Add(x, y), p), Add(Sum(x, p), Sum(y, p)), is_const(y))
+    yield rw(
+        Sum(Mul(Add(x, y), z), p),
+        Add(Sum(Mul(x, z), p), Sum(Mul(y, z), p)),
+        is_const(y),
+        is_const(z),
+    )
+
+
+RULES = (recognize, factor_out, sum_merge, sum_unit, sum_through_permute, sum_split_const)
+__all__ = ["FAMILY", "RULES", "is_contraction"]

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import math
 
-from egglog import PyObject, String, eq, f64, function, rule, set_, union, var, vars_
+from egglog import PyObject, String, eq, f64, function, rule, set_, union
 
-from luminal.compiler.search.egraph import (
+from luminal.compiler.search.analyses import is_const, permute_shape, shape
+from luminal.compiler.search.rulesets import Family, Rules, holds, made, py
+from luminal.compiler.search.terms import (
     Add,
     Concat,
     Const,
     Expand,
-    Family,
     Fill,
     Mul,
     Permute,
@@ -34,12 +35,6 @@ from luminal.compiler.search.egraph import (
     Slice,
     Sum,
     Tensor,
-    holds,
-    is_const,
-    made,
-    permute_shape,
-    py,
-    shape,
 )
 
 
@@ -164,10 +159,75 @@ def union_keys(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
 weight_keys = function(merge=lambda old, new: old, egg_fn="weight_keys")(_weight_keys_decl)
 
 
-def _horizontal(fam: Family) -> None:
-    x, w1, w2, c1, c2, e1, e2, f1, f2 = vars_("x w1 w2 c1 c2 e1 e2 f1 f2", Tensor)
-    s1, s2, p, q, sw1, sw2, o1, o2, n1, n2 = vars_("s1 s2 p q sw1 sw2 o1 o2 n1 n2", PyObject)
-    key = var("key", String)
+FAMILY = Family("fusion")
+rw = FAMILY.rewrite
+
+
+@FAMILY.rule("views-distribute")
+def views_distribute(x: Tensor, z: Tensor, s: PyObject, t: PyObject, p: PyObject) -> Rules:
+    """A view of x * expand(z) is the view of x times the view of the broadcast factor."""
+    for op in (Mul, Add):
+        yield rw(Reshape(op(x, Expand(z, t)), s), op(Reshape(x, s), Reshape(Expand(z, t), s)))
+        yield rw(Expand(op(x, Expand(z, t)), s), op(Expand(x, s), Expand(z, s)))
+        yield rw(
+            Permute(op(x, Expand(z, t)), p),
+            op(Permute(x, p), Permute(Expand(z, t), p)),
+        )
+
+
+@FAMILY.rule("view-swap")
+def view_swap(z: Tensor, s: PyObject, t: PyObject, p: PyObject, q: PyObject) -> Rules:
+    """Views commute with a broadcast, so the broadcast factor stays an expand."""
+    r = py(reshape_under_expand)(q, t, s)
+    yield rw(
+        Reshape(Expand(z, t), s), Expand(Reshape(z, r), s), shape(z) == q, holds(py(is_some)(r))
+    )
+    yield rw(Permute(Expand(z, t), p), Expand(Permute(z, p), py(permute_shape)(t, p)))
+
+
+@FAMILY.rule("norm-one-pass")
+def norm_one_pass(
+    x: Tensor, s: PyObject, t: PyObject, p: PyObject, q: PyObject, v: f64, d: String
+) -> Rules:
+    """sum((x + m)^2) = sum(x^2) + m^2/c for m = c*sum(x), c = -1/n (a variance): the row
+    sum is then read only by m, so m is its reduction's epilogue."""
+    m = Mul(Sum(x, p), Fill(v, t, d))
+    centred = Add(x, Expand(m, s))
+    yield rw(
+        Sum(Mul(centred, centred), p),
+        Add(Sum(Mul(x, x), p), Mul(Mul(m, m), Fill(1.0 / v, t, d))),
+        shape(x) == q,
+        holds(py(mean_coefficient)(q, p, PyObject.from_string(v.to_string()))),
+    )
+
+
+@FAMILY.rule("horizontal")
+def horizontal(
+    x: Tensor,
+    w1: Tensor,
+    w2: Tensor,
+    c1: Tensor,
+    c2: Tensor,
+    e1: Tensor,
+    e2: Tensor,
+    f1: Tensor,
+    f2: Tensor,
+    s1: PyObject,
+    s2: PyObject,
+    p: PyObject,
+    q: PyObject,
+    sw1: PyObject,
+    sw2: PyObject,
+    o1: PyObject,
+    o2: PyObject,
+    n1: PyObject,
+    n2: PyObject,
+    a: PyObject,
+    b: PyObject,
+    key: String,
+) -> Rules:
+    """Two contractions of one operand with constant weights (and constant biases) are one
+    contraction over the weights joined on an output axis, read through slices."""
     k = py(stack_axis)(q, sw1, sw2, p)
     wide = py(grow)(s1, k, s2)
     joined = Sum(Mul(Expand(x, wide), Expand(Concat(w1, w2, k), wide)), p)
@@ -186,14 +246,14 @@ def _horizontal(fam: Family) -> None:
         shape(e2) == o2,
         holds(py(positive)(k)),
     )
-    plain = rule(*siblings).then(
+    yield rule(*siblings).then(
         union(e1).with_(Slice(joined, sp1)),
         union(e2).with_(Slice(joined, sp2)),
-        made(e1, fam.name),
-        made(e2, fam.name),
+        made(e1, FAMILY.name),
+        made(e2, FAMILY.name),
     )
     biased = Add(joined, Concat(c1, c2, k))
-    with_bias = rule(
+    yield rule(
         *siblings,
         eq(f1).to(Add(e1, c1)),
         eq(f2).to(Add(e2, c2)),
@@ -202,75 +262,17 @@ def _horizontal(fam: Family) -> None:
     ).then(
         union(f1).with_(Slice(biased, sp1)),
         union(f2).with_(Slice(biased, sp2)),
-        made(f1, fam.name),
-        made(f2, fam.name),
+        made(f1, FAMILY.name),
+        made(f2, FAMILY.name),
     )
-    a, b = vars_("a b", PyObject)
-    fam.add(
-        "horizontal",
-        "Two contractions of one operand with constant weights (and constant biases) are "
-        "one contraction over the weights joined on an output axis, read through slices.",
-        plain,
-        with_bias,
-        fam.rewrite(Slice(Slice(x, a), b), Slice(x, py(compose_slices)(a, b))),
-        rule(eq(w1).to(Const(key))).then(
-            set_(weight_keys(w1)).to(py(keys_of)(PyObject.from_string(key)))
-        ),
-        rule(eq(w1).to(Concat(c1, c2, a)), weight_keys(c1) == n1, weight_keys(c2) == n2).then(
-            set_(weight_keys(w1)).to(py(union_keys)(n1, n2))
-        ),
+    yield rw(Slice(Slice(x, a), b), Slice(x, py(compose_slices)(a, b)))
+    yield rule(eq(w1).to(Const(key))).then(
+        set_(weight_keys(w1)).to(py(keys_of)(PyObject.from_string(key)))
+    )
+    yield rule(eq(w1).to(Concat(c1, c2, a)), weight_keys(c1) == n1, weight_keys(c2) == n2).then(
+        set_(weight_keys(w1)).to(py(union_keys)(n1, n2))
     )
 
 
-def build() -> Family:
-    fam = Family("fusion")
-    rw = fam.rewrite
-    x, z = vars_("x z", Tensor)
-    s, t, p, q = vars_("s t p q", PyObject)
-    v = var("v", f64)
-    d = var("d", String)
-
-    views = []
-    for op in (Mul, Add):
-        views += [
-            rw(Reshape(op(x, Expand(z, t)), s), op(Reshape(x, s), Reshape(Expand(z, t), s))),
-            rw(Expand(op(x, Expand(z, t)), s), op(Expand(x, s), Expand(z, s))),
-            rw(
-                Permute(op(x, Expand(z, t)), p),
-                op(Permute(x, p), Permute(Expand(z, t), p)),
-            ),
-        ]
-    fam.add(
-        "views-distribute",
-        "A view of x * expand(z) is the view of x times the view of the broadcast factor.",
-        *views,
-    )
-    r = py(reshape_under_expand)(q, t, s)
-    fam.add(
-        "view-swap",
-        "Views commute with a broadcast, so the broadcast factor stays an expand.",
-        rw(
-            Reshape(Expand(z, t), s), Expand(Reshape(z, r), s), shape(z) == q, holds(py(is_some)(r))
-        ),
-        rw(Permute(Expand(z, t), p), Expand(Permute(z, p), py(permute_shape)(t, p))),
-    )
-    m = Mul(Sum(x, p), Fill(v, t, d))
-    centred = Add(x, Expand(m, s))
-    fam.add(
-        "norm-one-pass",
-        "sum((x + m)^2) = sum(x^2) + m^2/c for m = c*sum(x), c = -1/n (a variance): the "
-        "row sum is then read only by m, so m is its reduction's epilogue.",
-        rw(
-            Sum(Mul(centred, centred), p),
-            Add(Sum(Mul(x, x), p), Mul(Mul(m, m), Fill(1.0 / v, t, d))),
-            shape(x) == q,
-            holds(py(mean_coefficient)(q, p, PyObject.from_string(v.to_string()))),
-        ),
-    )
-    _horizontal(fam)
-    return fam
-
-
-_FAMILY = build()
-RULES = tuple(_FAMILY.rules)
-__all__ = ["RULES", "build"]
+RULES = (views_distribute, view_swap, norm_one_pass, horizontal)
+__all__ = ["FAMILY", "RULES"]

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from egglog import PyObject, var
+from egglog import PyObject
 
 from luminal.compiler.frontend.compose import contraction as cc
 from luminal.compiler.frontend.compose import math as m
@@ -19,11 +19,15 @@ from luminal.compiler.ir.builder import GraphBuilder
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import Graph
 from luminal.compiler.ir.ops import Op
-from luminal.compiler.search import egraph as eg
 from luminal.compiler.search import saturate
-from luminal.compiler.search.choice import choose, snapshot
+from luminal.compiler.search.choice import choose
+from luminal.compiler.search.encoder import encode
 from luminal.compiler.search.fold import Folded, NotFoldable, compress, fold_node, leaf
+from luminal.compiler.search.language import Term
+from luminal.compiler.search.rulesets import Family, Rules
 from luminal.compiler.search.saturate import SaturationBudget, rewrite
+from luminal.compiler.search.snapshot import snapshot
+from luminal.compiler.search.terms import Sum, Tensor
 
 RNG = np.random.default_rng(0)
 
@@ -132,10 +136,14 @@ def test_unknown_family_is_an_error() -> None:
 def test_a_wrong_rule_falls_back_to_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rule that breaks typing (dropping a reduction) is caught when the graph is rebuilt;
     the original graph comes back and the report says why."""
-    x, p = var("x", eg.Tensor), var("p", PyObject)
-    wrong = eg.Family("broken")
-    wrong.add("drop-sum", "Wrong on purpose.", wrong.rewrite(eg.Sum(x, p), x))
-    monkeypatch.setattr(saturate, "family_rules", lambda families: tuple(wrong.rules))
+    wrong = Family("broken")
+
+    @wrong.rule("drop-sum")
+    def drop_sum(x: Tensor, p: PyObject) -> Rules:
+        """Wrong on purpose."""
+        yield wrong.rewrite(Sum(x, p), x)
+
+    monkeypatch.setattr(saturate, "family_rules", lambda families: (drop_sum,))
     graph = small_model()
     out, report = rewrite(graph)
     assert out is graph
@@ -157,15 +165,15 @@ def test_compress_keeps_only_varying_axes() -> None:
 def test_folding_matches_the_interpreter_and_refuses_bloat() -> None:
     w = Folded(RNG.standard_normal((1, 4, 3)).astype(np.float32), (5, 4, 3))
     s = Folded(RNG.standard_normal((1, 1, 3)).astype(np.float32), (5, 4, 3))
-    prod = fold_node("Mul", (), [w, s], (5, 4, 3), DType.F32)
+    prod = fold_node(Term.MUL, (), [w, s], (5, 4, 3), DType.F32)
     assert prod.small.shape == (1, 4, 3)
     np.testing.assert_allclose(prod.full(), w.full() * s.full(), rtol=1e-6)
-    total = fold_node("Sum", ((0, 1),), [prod], (1, 1, 3), DType.F32)
+    total = fold_node(Term.SUM, ((0, 1),), [prod], (1, 1, 3), DType.F32)
     np.testing.assert_allclose(total.full(), prod.full().sum((0, 1), keepdims=True), rtol=1e-5)
     outer_a = Folded(RNG.standard_normal((512, 1)).astype(np.float32), (512, 512))
     outer_b = Folded(RNG.standard_normal((1, 512)).astype(np.float32), (512, 512))
     with pytest.raises(NotFoldable):
-        fold_node("Mul", (), [outer_a, outer_b], (512, 512), DType.F32)
+        fold_node(Term.MUL, (), [outer_a, outer_b], (512, 512), DType.F32)
 
 
 def test_extraction_prefers_a_folded_weight_over_a_runtime_multiply() -> None:
@@ -174,7 +182,7 @@ def test_extraction_prefers_a_folded_weight_over_a_runtime_multiply() -> None:
     w = b.const(RNG.standard_normal((8, 6)).astype(np.float32), name="w")
     y = cc.matmul(b, x, w)
     graph = b.build({"y": b.binary(Op.MUL, y, m.like(b, 0.5, y))})
-    enc = eg.encode(graph)
+    enc = encode(graph)
     saturate.saturate(
         enc.egraph,
         saturate.family_rules(("algebra",)),
@@ -184,7 +192,7 @@ def test_extraction_prefers_a_folded_weight_over_a_runtime_multiply() -> None:
     view = snapshot(enc.egraph)
     root = view.lets["__out0"]
     choice = choose(view, [root])
-    assert view.nodes[choice.best[root]].op == "Reshape"  # not the elementwise Mul
+    assert view.nodes[choice.best[root]].op is Term.RESHAPE  # not the elementwise Mul
 
 
 def test_rank_zero_constants_keep_their_rank() -> None:

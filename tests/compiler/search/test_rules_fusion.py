@@ -29,12 +29,6 @@ def weight(*shape: int):  # type: ignore[no-untyped-def]
     return (RNG.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
 
 
-def test_rules_are_named_and_documented() -> None:
-    names = [r.name for r in fusion.RULES]
-    assert len(names) == len(set(names))
-    assert all(r.family == "fusion" and r.doc and r.rules for r in fusion.RULES)
-
-
 def test_softmax_normalisation_moves_into_the_value_product() -> None:
     b = GraphBuilder()
     q = b.input("q", (16, 8), DType.F32)
