@@ -72,7 +72,7 @@ slow: lint
 	$(PY) -m pytest -q -m "slow or not slow"
 
 conformance: $(STAMP)
-	$(PY) -m luminal.compiler.integrations.conformance --expected tests/conformance/expected_failures.toml --json $(CONFORMANCE_JSON)
+	$(PY) -m tools.conformance --expected tests/conformance/expected_failures.toml --json $(CONFORMANCE_JSON)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare --duration $(BENCH_DURATION) --json benchmarks/compare.json
