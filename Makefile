@@ -19,12 +19,15 @@ CONFORMANCE_JSON ?= build/conformance.json
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml vendor/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"luminal needs Python 3.11, found {sys.version.split()[0]} at {sys.executable}"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch is pinned in the dev extra (==2.13.0) so pip takes the CPU build
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# the vendor's tooling is its own distribution (luminal-vendor): the demo and the
+	# licensing tests use it as the vendor; a customer's install never has it
+	$(PY) -m pip install --quiet -e ./vendor
 	@touch $(STAMP)
 
 $(EXAMPLE): benchmarks/models.py | $(STAMP)
@@ -72,7 +75,7 @@ slow: lint
 	$(PY) -m pytest -q -m "slow or not slow"
 
 conformance: $(STAMP)
-	$(PY) -m luminal.compiler.integrations.conformance --expected tests/conformance/expected_failures.toml --json $(CONFORMANCE_JSON)
+	$(PY) -m tools.conformance --expected tests/conformance/expected_failures.toml --json $(CONFORMANCE_JSON)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.compare --duration $(BENCH_DURATION) --json benchmarks/compare.json

@@ -47,7 +47,7 @@ def _prepare(
     from benchmarks.models import build, example_feeds, export_onnx
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.pipeline import CompileOptions, compile_model
-    from luminal.metering.parity import compare
+    from luminal.references.parity import compare
 
     model = build(name)
     feeds = example_feeds(model)

@@ -16,10 +16,10 @@ from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
 from luminal.licensing.pricing import to_decimal
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
-from luminal.metering.bench.baselines import registry
 from luminal.metering.bench.environment import parse_cpus
 from luminal.metering.bench.outputs import parse_tolerances
 from luminal.metering.report import sign_and_write
+from luminal.references.baselines import registry
 
 TARGET = "cpu"
 

@@ -19,8 +19,11 @@ from luminal.cli.engine import Engine
 from luminal.cli.options import DimOption, JsonOption, parse_dims
 from luminal.compiler.inputs import random_inputs, read_inputs
 from luminal.errors import InvalidResult, UsageError
-from luminal.metering.oracles import ORACLES, run_oracle
-from luminal.metering.parity import DEFAULT_ATOL, DEFAULT_RTOL, Parity, compare
+from luminal.references.oracle import ORACLES, run_oracle
+from luminal.references.parity import Parity, Tolerance, compare, tolerance_for
+
+#: `--rtol/--atol` hold every float output to f32's default unless given (as before).
+_DEFAULT = tolerance_for("f32")
 
 
 def run_cmd(
@@ -51,8 +54,8 @@ def run_cmd(
             help=f"Also run an oracle on the same inputs and check parity: {', '.join(ORACLES)}.",
         ),
     ] = None,
-    rtol: Annotated[float, typer.Option(help="Relative tolerance for --compare.")] = DEFAULT_RTOL,
-    atol: Annotated[float, typer.Option(help="Absolute tolerance for --compare.")] = DEFAULT_ATOL,
+    rtol: Annotated[float, typer.Option(help="Relative tolerance for --compare.")] = _DEFAULT.rtol,
+    atol: Annotated[float, typer.Option(help="Absolute tolerance for --compare.")] = _DEFAULT.atol,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", "-o", help="Save each output as NAME.npy here.")
     ] = None,
@@ -77,7 +80,8 @@ def run_cmd(
     outputs = engine.run(feeds)
     parity = None
     if compare_with:
-        parity = compare(outputs, run_oracle(compare_with, engine.source, feeds), rtol, atol)
+        want = run_oracle(compare_with, engine.source, feeds)
+        parity = compare(outputs, want, Tolerance(rtol, atol))
     if output_dir is not None:
         save_outputs(outputs, output_dir)
     if as_json:

@@ -1,4 +1,9 @@
-"""Model inputs: read from .npy/.npz files, or made up with a fixed seed."""
+"""Model inputs: read from .npy/.npz files, or made up with a fixed seed.
+
+`random_inputs` is the one generator of made-up inputs: `luminal run` without `--input`,
+the bench's seeded and fresh input sets, the search's measurement and whole-model check,
+and the tests all draw from it, so a given seed means the same arrays everywhere.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,14 @@ from luminal.errors import UsageError
 
 
 def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> dict[str, np.ndarray]:
-    """Floats ~ N(0, 1); integers in [0, 10) (safe for small index ranges); bools 50/50."""
+    """Floats ~ N(0, 1); integers in [0, 2); bools 50/50.  Drawn in `specs` order.
+
+    Integers are 0 or 1 because an integer input is most often an index (token ids into an
+    embedding, Gather or GatherElements indices, OneHot's positions): 0 and 1 are valid
+    along any indexed dim of size >= 2, so a made-up input never reads out of range (where
+    the reference interpreter and compiled code would disagree on garbage, or fault), and
+    two values still exercise the index path rather than one row.
+    """
     rng = np.random.default_rng(seed)
     feeds = {}
     for spec in specs:
@@ -22,7 +34,7 @@ def random_inputs(specs: Sequence[TensorSpec], seed: int = 0) -> dict[str, np.nd
         elif spec.dtype is DType.BOOL:
             value = rng.random(spec.shape) < 0.5
         else:
-            value = rng.integers(0, 10, spec.shape).astype(spec.dtype.np)
+            value = rng.integers(0, 2, spec.shape).astype(spec.dtype.np)
         feeds[spec.name] = np.asarray(value)
     return feeds
 

@@ -12,9 +12,12 @@ The pieces, one idea a module::
     activation  installing a license file; online activation over HTTPS
     status      what `luminal license show` prints
     pricing     value-based pricing in Decimal
-    vendor/     the vendor's tool and service (`luminal-vendor`)
 
 Licensing never stops a running compiled model: only compiling and billing features check.
+
+The vendor's side (signing licenses, the activation service, `luminal-vendor`) is its own
+distribution, `luminal-vendor` in the repository's `vendor/`, never installed on a customer's
+machine: this package only verifies what the vendor signed.
 """
 
 from luminal.licensing.enforce import LicenseStatus, check

@@ -12,7 +12,7 @@ import luminal.errors
 
 
 def test_top_level_folders_are_luminal_subpackages() -> None:
-    for name in ("cli", "compiler", "licensing", "metering"):
+    for name in ("cli", "compiler", "integrations", "licensing", "metering", "references"):
         module = importlib.import_module(f"luminal.{name}")
         assert module.__name__ == f"luminal.{name}"
 

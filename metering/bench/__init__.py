@@ -1,16 +1,17 @@
 """A fair A/B benchmark of a compiled model against the customer's baseline.
 
-    baselines    the Baseline plug-in interface, built-ins and the `luminal.baselines` group
     environment  same CPUs and thread count for both arms; machine fingerprint
     inputs       seeded or customer input sets and their digest
     method       warm-up, then interleaved blocks, every run timed (injectable clock)
-    outputs      parity with tolerances per dtype
+    outputs      parity with tolerances per dtype (the rule: `luminal.references.parity`)
     audit        TEST01 (outputs sampled while timed) and TEST04 (repeated vs fresh inputs)
     stats        percentiles, CV, ratio of medians with a paired bootstrap interval
     validity     VALID / INVALID and why
     results      every derived number from the raw data (what `report verify` recomputes)
     run          one benchmark from start to finish
 
+The baselines themselves (the plug-in interface, built-ins, the `luminal.baselines`
+group) are `luminal.references.baselines`, shared with `luminal run --compare`.
 See docs/benchmarking.md for the method and every report field.
 """
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from luminal.metering.bench.method import Arm, Clock, Feeds, Sample
 from luminal.metering.bench.outputs import OutputCheck, check_outputs
+from luminal.references.parity import Tolerance
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class SampleCheck:
 def test01(
     samples: Sequence[Sample],
     references: Sequence[Mapping[str, np.ndarray]],
-    tolerances: Mapping[str, tuple[float, float]],
+    tolerances: Mapping[str, Tolerance],
 ) -> list[SampleCheck]:
     """Each sampled output against the baseline's outputs for its input set."""
     out = []

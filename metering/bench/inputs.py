@@ -1,7 +1,7 @@
 """The input sets a benchmark runs on, and their digest.
 
 By default `count` sets are made up with seeds `seed, seed+1, ...` (floats ~ N(0, 1),
-integers in [0, 10), bools 50/50: `luminal.compiler.inputs.random_inputs`).  A customer's
+integers in [0, 2), bools 50/50: `luminal.compiler.inputs.random_inputs`).  A customer's
 `--inputs FILE.npz` holds one array per model input, either exactly the input's shape (one
 set) or with one extra leading axis (that many sets).  For another batch size (the
 throughput scenario) the customer's samples are repeated along the batch axis.

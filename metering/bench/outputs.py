@@ -1,37 +1,38 @@
 """Output parity of the compiled model against the baseline, with tolerances per dtype.
 
-An element passes when |got - want| <= atol + rtol x |want| (`luminal.metering.parity`);
-integer and bool outputs must match exactly, NaNs must sit in the same places.  The
-tolerance is chosen by the dtype of the baseline's output.
+The rule and the defaults are `luminal.references.parity`'s (its OUTPUT check): an element
+passes when |got - want| <= atol + rtol x |want|; integer and bool outputs must match
+exactly, NaNs and infinities must sit in the same places.  The tolerance is chosen by the
+dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL` overrides one dtype's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from luminal.errors import UsageError
-from luminal.metering.parity import compare
+from luminal.references.parity import (
+    EXACT,
+    FLOAT_KEYS,
+    Check,
+    Tolerance,
+    compare_arrays,
+    dtype_key,
+    is_float,
+    tolerance_for,
+)
 
-#: (rtol, atol) per dtype; integer and bool outputs are always compared exactly.
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "f64": (1e-7, 1e-10),
-    "f32": (1e-4, 1e-5),
-    "f16": (1e-2, 1e-3),
-    "bf16": (2e-2, 1e-2),
-}
-
-_NAMES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+#: The OUTPUT check's tolerance per float dtype; integer and bool outputs are always exact.
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType(
+    {k: tolerance_for(k, Check.OUTPUT) for k in FLOAT_KEYS}
+)
 
 
-def dtype_key(dtype: np.dtype) -> str:
-    """`f32`, `f64`, `f16`, `bf16`, or the numpy name for exact dtypes."""
-    return _NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
-
-
-def parse_tolerances(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
+def parse_tolerances(pairs: list[str] | None) -> dict[str, Tolerance]:
     """DEFAULT_TOLERANCES updated by `DTYPE=RTOL,ATOL` pairs (e.g. `f32=1e-3,1e-4`)."""
     table = dict(DEFAULT_TOLERANCES)
     for pair in pairs or []:
@@ -40,13 +41,13 @@ def parse_tolerances(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
         try:
             if not sep or not comma or name not in DEFAULT_TOLERANCES:
                 raise ValueError
-            table[name] = (float(rtol), float(atol))
+            table[name] = Tolerance(float(rtol), float(atol))
         except ValueError:
             raise UsageError(
                 f"--tol '{pair}': expected DTYPE=RTOL,ATOL with DTYPE one of "
                 f"{', '.join(DEFAULT_TOLERANCES)}"
             ) from None
-        if min(table[name]) < 0:
+        if min(table[name].rtol, table[name].atol) < 0:
             raise UsageError(f"--tol '{pair}': tolerances must be >= 0")
     return table
 
@@ -75,7 +76,7 @@ class OutputCheck:
 def check_outputs(
     got: Mapping[str, np.ndarray],
     want: Mapping[str, np.ndarray],
-    tolerances: Mapping[str, tuple[float, float]],
+    tolerances: Mapping[str, Tolerance],
 ) -> list[OutputCheck]:
     """One check per output of `want` (the baseline's), in its order."""
     checks = []
@@ -83,18 +84,16 @@ def check_outputs(
     for name, ref in want.items():
         ref = np.asarray(ref)
         key = dtype_key(ref.dtype)
-        rtol, atol = tolerances.get(key, (0.0, 0.0))
-        one = compare({name: got[name]} if name in got else {}, {name: ref}, rtol, atol)
-        o = one.outputs[0]
-        reason = o.reason
-        if not reason and name in got and np.asarray(got[name]).dtype != ref.dtype:
-            reason = f"dtype {np.asarray(got[name]).dtype} != {ref.dtype}"
-        ok = o.ok and not reason
-        checks.append(
-            OutputCheck(
-                name, key, rtol, atol, o.max_abs, o.max_rel, o.mismatched, o.total, ok, reason
-            )
-        )
+        tol = tolerances.get(key, EXACT) if is_float(ref.dtype) else EXACT
+        result: tuple[float, float, int, int, bool, str]
+        if name in got:
+            o = compare_arrays(name, got[name], ref, tol)
+            found = np.asarray(got[name]).dtype
+            reason = o.reason or (f"dtype {found} != {ref.dtype}" if found != ref.dtype else "")
+            result = (o.max_abs, o.max_rel, o.mismatched, o.total, o.ok and not reason, reason)
+        else:
+            result = (np.inf, np.inf, ref.size, ref.size, False, "missing")
+        checks.append(OutputCheck(name, key, tol.rtol, tol.atol, *result))
     for name in extra:
         checks.append(
             OutputCheck(name, "?", 0.0, 0.0, 0.0, 0.0, 0, 0, False, "not an output of the baseline")

@@ -29,10 +29,11 @@ from luminal.compiler.ir import TensorSpec
 from luminal.errors import UsageError
 from luminal.metering.bench import environment, inputs
 from luminal.metering.bench.audit import test01, test04
-from luminal.metering.bench.baselines import BaselineOptions, check_model, open_baseline, versions
 from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
 from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, OutputCheck, check_outputs, merge
 from luminal.metering.bench.results import BASELINE, CANDIDATE
+from luminal.references.baselines import BaselineOptions, check_model, open_baseline, versions
+from luminal.references.parity import Tolerance
 
 SCENARIOS = ("latency", "throughput")
 FRESH_BYTES = 256 * 2**20  # at most this much memory of fresh TEST04 inputs
@@ -54,9 +55,7 @@ class BenchRequest:
     threads: int | None = None
     cpus: tuple[int, ...] | None = None
     method: MethodSettings = field(default_factory=MethodSettings)
-    tolerances: Mapping[str, tuple[float, float]] = field(
-        default_factory=lambda: dict(DEFAULT_TOLERANCES)
-    )
+    tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     baseline_settings: Mapping[str, str] = field(default_factory=dict)
     dims: Mapping[str, int] = field(default_factory=dict)
     pricing: Mapping[str, str] | None = None
@@ -156,7 +155,7 @@ def execute(
     scenarios: Sequence[Scenario | Skipped],
     fresh: Sequence[Feeds],
     method: MethodSettings,
-    tolerances: Mapping[str, tuple[float, float]],
+    tolerances: Mapping[str, Tolerance],
     *,
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
@@ -203,7 +202,10 @@ def execute(
         if progress:
             progress("test04", 1.0)
     return {
-        "method": {**method.to_json(), "tolerances": {k: list(v) for k, v in tolerances.items()}},
+        "method": {
+            **method.to_json(),
+            "tolerances": {k: [t.rtol, t.atol] for k, t in tolerances.items()},
+        },
         "scenarios": raw_scenarios,
         "parity": {
             "sets": sum(len(s.inputs.sets) for s in ran),

@@ -17,8 +17,8 @@ import luminal
 from luminal.compiler.artifact import read_artifact, write_artifact
 from luminal.compiler.frontend.onnx import load as load_onnx
 from luminal.errors import ArtifactIncompatible, IntegrityError, UsageError
-from luminal.metering.oracles import run_oracle
-from luminal.metering.parity import compare
+from luminal.references.oracle import run_oracle
+from luminal.references.parity import Tolerance, compare
 from tests.helpers.onnx_cases import node_model
 
 
@@ -39,7 +39,7 @@ def test_suite_model_compiles_from_onnx_and_matches_onnxruntime(
     if name != "mlp":  # the mlp's two intermediates are alive together: nothing to share
         assert summary["arena_bytes"] < summary["intermediate_bytes"]
     got = luminal.load(out).run(feeds)
-    parity = compare(got, _ort(path, feeds), rtol=1e-4, atol=1e-5)
+    parity = compare(got, _ort(path, feeds), Tolerance(1e-4, 1e-5))
     assert parity.ok, parity.to_json()
 
 
@@ -237,7 +237,7 @@ def test_suite_model_compiles_from_pytorch_and_matches_onnxruntime(
     out = tmp_path / f"{name}.lmnl"
     compile_model(model, out)
     got = luminal.load(out).run(feeds)
-    parity = compare(got, _ort(path, feeds), rtol=1e-4, atol=1e-5)
+    parity = compare(got, _ort(path, feeds), Tolerance(1e-4, 1e-5))
     assert parity.ok, parity.to_json()
 
 

@@ -14,6 +14,7 @@ from luminal.compiler.ir import DType, TensorSpec
 from luminal.metering.bench import inputs
 from luminal.metering.bench.method import MethodSettings
 from luminal.metering.bench.run import BenchRun, Scenario, Skipped, execute
+from luminal.references.parity import Tolerance
 
 SPECS = (TensorSpec("x", (2, 4), DType.F32),)
 
@@ -167,7 +168,7 @@ PRICING = {
     "source": "test",
 }
 
-_TOL = {"f32": (1e-4, 1e-5), "f64": (1e-7, 1e-10)}
+_TOL = {"f32": Tolerance(1e-4, 1e-5), "f64": Tolerance(1e-7, 1e-10)}
 
 
 def honest(speedup: float = 2.0, sigma: float = 0.0) -> Callable[[FakeClock], FakeArm]:

@@ -27,8 +27,8 @@ from luminal.licensing.keys import Keyring, Revocation, TrustedKey, private_pem,
 from luminal.licensing.license import Binding, Entitlements, Licensee, Metering, Pricing
 from luminal.licensing.request import make_request, read_request
 from luminal.licensing.timeutil import utcnow
-from luminal.licensing.vendor.cli import app as vendor_app
-from luminal.licensing.vendor.issuer import Signer, Terms, bind_to, issue
+from luminal_vendor.cli import app as vendor_app
+from luminal_vendor.issuer import Signer, Terms, bind_to, issue
 
 
 def make_terms(

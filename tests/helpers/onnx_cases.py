@@ -12,8 +12,8 @@ from onnx import helper, numpy_helper
 
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import interpreter, spec
-from luminal.metering.oracles import run_oracle
-from luminal.metering.parity import compare
+from luminal.references.oracle import run_oracle
+from luminal.references.parity import Tolerance, compare
 
 NP_TO_ONNX = {
     np.dtype(np.float32): onnx.TensorProto.FLOAT,
@@ -86,7 +86,7 @@ def check_against_ort(
     want = run_oracle("onnxruntime", path, feeds)
     for name in want:
         assert got[name].dtype == want[name].dtype, (name, got[name].dtype, want[name].dtype)
-    parity = compare(got, want, rtol, atol)
+    parity = compare(got, want, Tolerance(rtol, atol))
     assert parity.ok, parity.to_json()
 
 

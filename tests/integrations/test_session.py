@@ -97,4 +97,4 @@ def test_symbolic_dims_are_bound_at_construction(tmp_path: Path) -> None:
 
 def test_exported_from_the_package() -> None:
     assert "InferenceSession" in luminal.__all__
-    assert luminal.InferenceSession.__module__ == "luminal.compiler.integrations.session"
+    assert luminal.InferenceSession.__module__ == "luminal.integrations.session"

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from benchmarks.models import build
-from luminal.compiler.integrations import torch_dynamo
+from luminal.integrations import torch_dynamo
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,8 @@ from luminal.licensing.home import Home
 from luminal.licensing.identity import load_or_create
 from luminal.licensing.request import make_request
 from luminal.licensing.timeutil import to_iso, utcnow
-from luminal.licensing.vendor.app import ServiceConfig, create_app
-from luminal.licensing.vendor.storage import Store
+from luminal_vendor.app import ServiceConfig, create_app
+from luminal_vendor.storage import Store
 from tests.helpers.licensing_helpers import Vendor, make_terms, other_identity, vendor_server
 
 MAX_BODY = 8 * 1024
@@ -176,7 +176,7 @@ def test_client_retries_with_backoff_then_gives_up(home: Home, vendor: Vendor) -
 
 def test_client_accepts_a_license_after_a_retry(home: Home, vendor: Vendor) -> None:
     from luminal.licensing.request import read_request
-    from luminal.licensing.vendor.issuer import bind_to, issue
+    from luminal_vendor.issuer import bind_to, issue
 
     nonces: list[str] = []
 

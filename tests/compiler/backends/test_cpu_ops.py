@@ -6,8 +6,8 @@ import onnx
 import pytest
 
 from luminal.compiler.frontend.onnx import load
-from luminal.metering.oracles import run_oracle
-from luminal.metering.parity import compare
+from luminal.references.oracle import run_oracle
+from luminal.references.parity import Tolerance, compare
 from tests.helpers.compiled import compile_and_run
 from tests.helpers.onnx_cases import CASES, feeds_of, node_model
 
@@ -24,5 +24,5 @@ def test_compiled_op_matches_onnxruntime(op, inputs, attrs, consts, extra, tmp_p
     want = run_oracle("onnxruntime", path, feeds)
     for name in want:
         assert got[name].dtype == want[name].dtype
-    parity = compare(got, want, 1e-4, 1e-5)
+    parity = compare(got, want, Tolerance(1e-4, 1e-5))
     assert parity.ok, parity.to_json()

@@ -7,8 +7,8 @@ import pytest
 
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.ir import interpreter, spec
-from luminal.metering.oracles import run_oracle
-from luminal.metering.parity import compare
+from luminal.references.oracle import run_oracle
+from luminal.references.parity import Tolerance, compare
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "encoder", "gpt"])
@@ -18,7 +18,7 @@ def test_suite_model_matches_onnxruntime(name: str, suite_onnx) -> None:  # type
     spec.check(model.graph)
     got = interpreter.run(model.graph, feeds)
     want = run_oracle("onnxruntime", path, feeds)
-    parity = compare(got, want, rtol=1e-4, atol=1e-5)
+    parity = compare(got, want, Tolerance(1e-4, 1e-5))
     assert parity.ok, parity.to_json()
     # The decomposition really is primitive: no framework op survives into the IR.
     assert {n.op.value for n in model.graph.nodes} <= {

@@ -6,20 +6,11 @@ import importlib.metadata
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 
 from luminal.errors import UsageError
-from luminal.metering.bench import baselines
-from luminal.metering.bench.baselines import BaselineOptions, Runner, open_baseline
-from tests.helpers.onnx_cases import node_model
-
-
-@pytest.fixture(scope="module")
-def relu_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("baselines") / "relu.onnx"
-    onnx.save(node_model("Relu", [np.zeros((2, 3), np.float32)]), path)
-    return path
+from luminal.references import baselines
+from luminal.references.baselines import BaselineOptions, Runner, open_baseline
 
 
 def test_onnxruntime_uses_every_provider_present_and_the_thread_count(relu_onnx: Path) -> None:

@@ -1,6 +1,6 @@
 """Run the ONNX conformance suite through luminal's ONNX backend; print and write the table.
 
-    python -m luminal.compiler.integrations.conformance --json build/conformance.json
+    python -m tools.conformance --json build/conformance.json       (from the repository root)
 
 The cases are `onnx.backend.test.BackendTest`'s own test functions, for the suites the
 installed `onnx` ships: `node` (one op per case, about 1,900, with expected outputs from
@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from luminal.compiler.integrations.conformance_roundoff import within_roundoff
+from tools.conformance.roundoff import within_roundoff
 
 KINDS = {
     "node": "NodeModel",
@@ -83,7 +83,7 @@ def backend_test() -> Any:
     """BackendTest over luminal's backend, with its test items by category."""
     import onnx.backend.test
 
-    from luminal.compiler.integrations.onnx_backend import LuminalBackend
+    from luminal.integrations.onnx_backend import LuminalBackend
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # case generators warn about their own inputs
@@ -359,7 +359,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = next(r for r in results if r.name == name)
         print(f"  {r.status}{'' if r.expected else ' (not expected)'}: {name}: {r.message}")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The ONNX Backend API (`onnx.backend.base.Backend`) over luminal.
 
-    from luminal.compiler.integrations import onnx_backend as backend
+    from luminal.integrations import onnx_backend as backend
 
     rep = backend.prepare(model)          # an onnx.ModelProto; compiles to native code
     y, = rep.run([x])                     # a list (graph-input order) or a dict of arrays
@@ -29,10 +29,10 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 from luminal.compiler.frontend import onnx as onnx_frontend
 from luminal.compiler.frontend.onnx_functions import sources
 from luminal.compiler.frontend.onnx_ops.context import DataDependent
-from luminal.compiler.integrations.build import compile_to_session
 from luminal.compiler.pipeline import CompileOptions
 from luminal.compiler.runtime import Session
 from luminal.errors import ModelLoadError, UnsupportedOp, UsageError, one_line
+from luminal.integrations.build import compile_to_session
 
 SOURCE = "<onnx backend>"
 _Key = tuple[Any, ...]

@@ -46,7 +46,7 @@ def within_roundoff(case: Any, ulps: float = 4.0) -> bool:
     units of the output type at the tensor's largest magnitude (same shapes and dtypes)."""
     import numpy as np
 
-    from luminal.compiler.integrations.onnx_backend import LuminalBackend
+    from luminal.integrations.onnx_backend import LuminalBackend
 
     try:
         model, sets = _data_sets(case)

@@ -103,8 +103,8 @@ class InferenceSession:
             import onnx
 
             from luminal.compiler.frontend import onnx as onnx_frontend
-            from luminal.compiler.integrations.build import compile_to_session
-            from luminal.compiler.integrations.onnx_backend import upgrade
+            from luminal.integrations.build import compile_to_session
+            from luminal.integrations.onnx_backend import upgrade
 
             if not isinstance(path_or_bytes, onnx.ModelProto):
                 raise UsageError(
@@ -123,7 +123,7 @@ class InferenceSession:
             self._session = load(path)
             return
         from luminal.compiler.frontend import load_model
-        from luminal.compiler.integrations.build import compile_to_session
+        from luminal.integrations.build import compile_to_session
 
         if path.suffix.lower() == ".onnx" and path.is_file():
             self._meta = _file_metadata(path)

@@ -9,7 +9,7 @@ exported (`torch.export`, core-ATen decomposition), lowered by luminal's PyTorch
 compiled for the local CPU and returned as a callable that converts torch tensors to and
 from numpy around one native call.  A graph luminal cannot take (an unsupported op,
 dynamic shapes, inputs on another device, a graph that needs autograd) runs eagerly
-instead; the reason is logged as a warning on the `luminal.compiler.integrations.torch_dynamo`
+instead; the reason is logged as a warning on the `luminal.integrations.torch_dynamo`
 logger.  No license is checked: like the other library APIs, only the CLI's `luminal
 compile` does.
 """
@@ -28,10 +28,10 @@ import torch.utils._pytree as pytree
 from luminal.compiler.frontend import torch as torch_frontend
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.frontend.pt2_archive import one_line
-from luminal.compiler.integrations.build import compile_to_session
 from luminal.compiler.pipeline import CompileOptions
 from luminal.compiler.runtime import Session
 from luminal.errors import FrontendError, LuminalError, UnsupportedOp
+from luminal.integrations.build import compile_to_session
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from luminal.licensing.license import (
 from luminal.licensing.pricing import to_decimal
 from luminal.licensing.request import load_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
-from luminal.licensing.vendor.issuer import Signer, Terms, bind_to, issue
+from luminal_vendor.issuer import Signer, Terms, bind_to, issue
 
 
 class _Group(TyperGroup):
@@ -278,7 +278,7 @@ def licensee_add(
     max_installs: Annotated[int, typer.Option(help="Installs that may activate.")] = 1,
 ) -> None:
     """Add a licensee to the service database and print its API key (shown once)."""
-    from luminal.licensing.vendor.storage import Store
+    from luminal_vendor.storage import Store
 
     t = Terms.load(terms)
     if t.licensee.id != licensee_id:
@@ -294,7 +294,7 @@ def licensee_add(
 @licensee_app.command("list")
 def licensee_list(db: Db = "sqlite:///vendor.db") -> None:
     """Licensees: id, name, installs activated / allowed."""
-    from luminal.licensing.vendor.storage import Store
+    from luminal_vendor.storage import Store
 
     for lid, name, max_installs, used in Store(db).init().licensees():
         typer.echo(f"{lid}\t{name}\t{used}/{max_installs} installs")
@@ -313,16 +313,16 @@ def serve(
     ssl_certfile: Annotated[Path | None, typer.Option(help="TLS certificate (PEM).")] = None,
     ssl_keyfile: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
 ) -> None:
-    """Run the activation and usage service (needs the `vendor` extra)."""
+    """Run the activation and usage service (starlette on uvicorn)."""
     try:
         import uvicorn
 
-        from luminal.licensing.vendor.app import ServiceConfig, create_app
+        from luminal_vendor.app import ServiceConfig, create_app
     except ImportError as err:
         raise UsageError(
-            f"serve needs the vendor extra: pip install 'luminal[vendor]' ({err})"
+            f"serve needs starlette and uvicorn: pip install luminal-vendor ({err})"
         ) from None
-    from luminal.licensing.vendor.storage import Store
+    from luminal_vendor.storage import Store
 
     config = ServiceConfig(max_body, rate, timedelta(seconds=replay_window))
     application = create_app(Store(db).init(), Signer.load(signing_key), config)

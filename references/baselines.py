@@ -15,6 +15,10 @@ that goes into the report.  Built in:
 Others arrive through the entry-point group `luminal.baselines`: the entry point names a
 class (or factory) whose instances satisfy `Baseline`.  A plug-in may not reuse a built-in
 name.  Every baseline runs on the thread count it is given, the same as luminal's.
+
+This is the one registry of external runtimes: `luminal bench` times a baseline, and
+`luminal run --compare` (`references.oracle`) opens the same entry for one run of
+reference outputs, so a runtime is loaded, configured and called in one place.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from luminal.errors import UsageError
-from luminal.metering import oracles
 
 ENTRY_POINT_GROUP = "luminal.baselines"
 
@@ -48,10 +51,11 @@ ORT_PROVIDERS = (
 
 @dataclass(frozen=True)
 class BaselineOptions:
-    """What every baseline is told: the thread count (same as luminal's) and free-form
-    settings (`--baseline-opt KEY=VALUE`) that a baseline interprets or refuses."""
+    """What every baseline is told: the thread count (same as luminal's; None leaves the
+    runtime's own default, which is what a one-run oracle wants) and free-form settings
+    (`--baseline-opt KEY=VALUE`) that a baseline interprets or refuses."""
 
-    threads: int
+    threads: int | None
     settings: Mapping[str, str] = field(default_factory=dict)
 
     def take(self, known: tuple[str, ...], baseline: str) -> dict[str, str]:
@@ -88,20 +92,63 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
+def _import_onnxruntime() -> Any:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UsageError(
+            "onnxruntime is not installed: pip install 'luminal[onnxruntime]'"
+        ) from None
+    return onnxruntime
+
+
+def onnxruntime_session(
+    path: Path,
+    *,
+    providers: tuple[str, ...],
+    threads: int | None = None,
+    graph_optimization: str | None = None,
+) -> Any:
+    """An `onnxruntime.InferenceSession` on `path`; `threads` sets the intra-op pool size and
+    `graph_optimization` (disable, basic, extended, all) the level; None keeps ORT's default."""
+    ort = _import_onnxruntime()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    if graph_optimization is not None:
+        levels = {
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }
+        if graph_optimization not in levels:
+            raise UsageError(
+                f"graph optimization '{graph_optimization}': choose from {', '.join(levels)}"
+            )
+        options.graph_optimization_level = levels[graph_optimization]
+    try:
+        return ort.InferenceSession(str(path), options, providers=list(providers))
+    except Exception as err:  # onnxruntime raises its own untyped errors
+        raise UsageError(
+            f"{path}: ONNX Runtime cannot load it ({' '.join(str(err).split())[:300]})"
+        ) from None
+
+
 class OnnxRuntime:
     name = "onnxruntime"
     formats = (".onnx",)
 
     def open(self, model: Path, options: BaselineOptions) -> Runner:
-        import onnxruntime as ort
-
+        ort = _import_onnxruntime()
         s = options.take(("graph_optimization", "providers"), self.name)
         present = ort.get_available_providers()
         wanted = tuple(s["providers"].split(",")) if "providers" in s else ORT_PROVIDERS
         providers = tuple(p for p in wanted if p in present)
         if not providers:
             raise UsageError(f"onnxruntime: none of {list(wanted)} is available here ({present})")
-        session = oracles.onnxruntime_session(
+        session = onnxruntime_session(
             model,
             providers=providers,
             threads=options.threads,
@@ -135,8 +182,9 @@ class TorchEager:
         import torch
 
         options.take((), self.name)
-        torch.set_num_threads(options.threads)
-        module, names = oracles.torch_program(model)
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        module, names = torch_program(model)
         return Runner(_torch_run(module, names), _torch_info(torch, options, "eager"))
 
 
@@ -148,8 +196,9 @@ class TorchCompile:
         import torch
 
         s = options.take(("backend", "mode"), self.name)
-        torch.set_num_threads(options.threads)
-        module, names = oracles.torch_program(model)
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        module, names = torch_program(model)
         backend = s.get("backend", "inductor")
         compiled = torch.compile(module, backend=backend, mode=s.get("mode"))
         info = _torch_info(torch, options, "torch.compile")
@@ -165,13 +214,34 @@ def _torch_run(module: Any, names: list[str]) -> Callable[[Feeds], Outputs]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.inference_mode():
-                return oracles.torch_outputs(module(*args))
+                return torch_outputs(module(*args))
 
     return run
 
 
 def _torch_info(torch: Any, options: BaselineOptions, mode: str) -> dict[str, object]:
     return {"version": torch.__version__, "mode": mode, "num_threads": torch.get_num_threads()}
+
+
+def torch_program(path: Path) -> tuple[Any, list[str]]:
+    """The eager module of a .pt2 ExportedProgram (read safely) and its user input names."""
+    from torch.export.graph_signature import InputKind
+
+    from luminal.compiler.frontend import pt2_archive
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = pt2_archive.read_exported(path)
+        names = [
+            s.arg.name for s in ep.graph_signature.input_specs if s.kind is InputKind.USER_INPUT
+        ]
+        return ep.module(), names
+
+
+def torch_outputs(result: Any) -> Outputs:
+    """Outputs named as the torch frontend names them: output0, output1, ..."""
+    flat = result if isinstance(result, (tuple, list)) else (result,)
+    return {f"output{k}": t.detach().numpy() for k, t in enumerate(flat)}
 
 
 class Tvm:

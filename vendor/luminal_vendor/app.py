@@ -35,8 +35,8 @@ from luminal.licensing import dsse
 from luminal.licensing.keys import decode_public
 from luminal.licensing.request import read_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
-from luminal.licensing.vendor.issuer import Signer, Terms, bind_to, issue
-from luminal.licensing.vendor.storage import LicenseeRecord, Store
+from luminal_vendor.issuer import Signer, Terms, bind_to, issue
+from luminal_vendor.storage import LicenseeRecord, Store
 
 
 @dataclass(frozen=True)
