@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from luminal.compiler.artifact.manifest import Manifest
-from luminal.compiler.backends.cpu.bench import matches, random_feeds  # TODO(rooms merge)
 from luminal.compiler.backends.protocol import Backend
+from luminal.compiler.inputs import random_inputs
 from luminal.compiler.ir import Graph
 from luminal.compiler.ir import interpreter as reference
 from luminal.errors import ArtifactIncompatible, CompilerError, LuminalError, one_line
+from luminal.references.parity import Check, agrees
 
 
 class CheckStatus(enum.Enum):
@@ -52,7 +53,7 @@ def check_build(
         raise
     except Exception as err:
         raise CompilerError(f"target '{backend.name}': loading failed: {one_line(err)}") from None
-    feeds = random_feeds(graph, seed=1)
+    feeds = random_inputs(graph.input_specs(), seed=1)
     want = reference.run(graph, feeds)
     try:
         got = exe.run(feeds)
@@ -64,7 +65,7 @@ def check_build(
     for name, value in want.items():
         if name not in got:
             return CheckResult(CheckStatus.FAILED, f"output '{name}' is missing")
-        ok, err_ = matches(got[name], value)
+        ok, err_ = agrees(got[name], value, Check.KERNEL)
         if not ok:
             return CheckResult(
                 CheckStatus.FAILED, f"output '{name}' differs from the reference by {err_:.3g}"

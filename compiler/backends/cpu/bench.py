@@ -28,6 +28,7 @@ from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.search.tuner import ROUNDS, Rounds, Timing, time_interleaved
+from luminal.references.parity import Check, agrees
 
 
 def timing_source(
@@ -154,7 +155,7 @@ class TimingLibrary:
             else:  # a candidate that writes nothing must not pass on stale values
                 dest[...] = 0
             self._lib.lum_call(k, v, *self._args())
-            ok, err = matches(dest, expected)
+            ok, err = agrees(dest, expected, Check.KERNEL)
             if ok:
                 self._time(k, v, 2, restore_to, saved, nbytes)  # warm-up: caches, threads
             checked[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
@@ -214,21 +215,6 @@ def reference_values(
     return {int(name[1:]): v for name, v in values.items()}
 
 
-def random_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Inputs drawn like the bench's: normal floats, small non-negative integers (valid
-    indices for any gather of a dim >= 2), booleans."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for s in graph.input_specs():
-        if s.dtype.is_float:
-            feeds[s.name] = rng.standard_normal(s.shape).astype(s.dtype.np)
-        elif s.dtype.np == np.bool_:
-            feeds[s.name] = rng.random(s.shape) < 0.5
-        else:
-            feeds[s.name] = rng.integers(0, 2, s.shape).astype(s.dtype.np)
-    return feeds
-
-
 def build(
     sched: Schedule,
     options: codegen.CodegenOptions,
@@ -245,23 +231,3 @@ def build(
     expected = reference_values(sched.graph, nodes, feeds)
     ordered = [feeds[s.name] for s in sched.graph.input_specs()]
     return TimingLibrary(sched, library, weights, ordered, expected)
-
-
-def matches(got: np.ndarray, want: np.ndarray | None) -> tuple[bool, float]:
-    """Whether a kernel's (or model's) result agrees with the reference, and the largest
-    absolute difference.  Float tolerance: 1e-4 absolute plus 1e-3 relative."""
-    if want is None:
-        return True, 0.0
-    want = np.asarray(want).reshape(got.shape)
-    if not np.issubdtype(got.dtype, np.floating):
-        return bool(np.array_equal(got, want)), 0.0
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    finite = np.isfinite(w)
-    if not np.array_equal(np.isfinite(g), finite):
-        return False, float("inf")
-    diff = np.abs(g[finite] - w[finite])
-    err = float(diff.max()) if diff.size else 0.0
-    scale = float(np.abs(w[finite]).max()) if diff.size else 0.0
-    return bool(
-        np.all(diff <= 1e-4 + 1e-3 * np.abs(w[finite])) or err <= 1e-5 * max(scale, 1.0)
-    ), err

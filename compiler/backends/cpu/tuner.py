@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from luminal.compiler.backends.cpu import bench, codegen, costmodel, toolchain, variants
+from luminal.compiler.inputs import random_inputs
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.search.tuner import Machine
@@ -51,5 +52,5 @@ class CpuTuner:
             self.toolchain,
             self.flags,
             sched.weights_blob(),
-            bench.random_feeds(sched.graph),
+            random_inputs(sched.graph.input_specs()),
         )

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import luminal
-from luminal.compiler.backends.cpu.bench import random_feeds
 from luminal.compiler.frontend.model import LoadedModel
+from luminal.compiler.inputs import random_inputs
 from luminal.compiler.ir import interpreter
 from luminal.compiler.pipeline import CompileOptions, compile_model
 from luminal.compiler.search.tunedb import TuningDB
@@ -24,7 +24,7 @@ def _compile(tmp: Path, budget: float | None, name: str = "m.lmnl", **kw: object
 
 
 def _check(graph, path: Path) -> None:  # type: ignore[no-untyped-def]
-    feeds = random_feeds(graph, seed=3)
+    feeds = random_inputs(graph.input_specs(), seed=3)
     got = luminal.load(path).run(feeds)
     want = interpreter.run(graph, feeds)
     np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5)
