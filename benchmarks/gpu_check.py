@@ -111,7 +111,7 @@ def prepare(
     from benchmarks.models import build, example_feeds, export_onnx
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.pipeline import CompileOptions, compile_model
-    from luminal.metering.parity import compare
+    from luminal.references.parity import Tolerance, compare
 
     model = build(name)
     feeds = example_feeds(model)
@@ -141,8 +141,8 @@ def prepare(
         "compile_seconds": round(compile_s, 3),  # compile and load (kernels built at load)
         "measured_kernels": None if result.search is None else result.search.measured,
         "check": None if result.check is None else str(result.check),
-        "parity_luminal": compare(got, ref, RTOL, ATOL).to_json(),
-        "parity_torch": compare({names[0]: run_torch()}, ref, RTOL, ATOL).to_json(),
+        "parity_luminal": compare(got, ref, Tolerance(RTOL, ATOL)).to_json(),
+        "parity_torch": compare({names[0]: run_torch()}, ref, Tolerance(RTOL, ATOL)).to_json(),
     }
     arms = {
         "onnxruntime-cuda": lambda: sess.run(None, feeds),
