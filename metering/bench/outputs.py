@@ -9,7 +9,7 @@ dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL` overrides one dtype's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -19,6 +19,7 @@ from luminal.references.parity import (
     EXACT,
     FLOAT_KEYS,
     Check,
+    OutputParity,
     Tolerance,
     compare_arrays,
     dtype_key,
@@ -54,21 +55,40 @@ def parse_tolerances(pairs: list[str] | None) -> dict[str, Tolerance]:
 
 @dataclass(frozen=True)
 class OutputCheck:
-    name: str
+    """One output's verdict in a bench (`references.parity`'s record) and the dtype key
+    its tolerance was chosen by; `to_json` is the report's flat record."""
+
     dtype: str
-    rtol: float
-    atol: float
-    max_abs: float
-    max_rel: float
-    mismatched: int
-    total: int
-    ok: bool
-    reason: str = ""
+    parity: OutputParity
+
+    @property
+    def name(self) -> str:
+        return self.parity.name
+
+    @property
+    def max_abs(self) -> float:
+        return self.parity.max_abs
+
+    @property
+    def ok(self) -> bool:
+        return self.parity.ok
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
+        p = self.parity
+        data: dict[str, object] = {
+            "name": p.name,
+            "dtype": self.dtype,
+            "rtol": p.tolerance.rtol,
+            "atol": p.tolerance.atol,
+            "max_abs": p.max_abs,
+            "max_rel": p.max_rel,
+            "mismatched": p.mismatched,
+            "total": p.total,
+            "ok": p.ok,
+            "reason": p.reason,
+        }
         for k in ("max_abs", "max_rel"):  # JSON has no infinity
-            if not np.isfinite(data[k]):
+            if not np.isfinite(data[k]):  # type: ignore[arg-type]
                 data[k] = None
         return data
 
@@ -80,24 +100,21 @@ def check_outputs(
 ) -> list[OutputCheck]:
     """One check per output of `want` (the baseline's), in its order."""
     checks = []
-    extra = sorted(set(got) - set(want))
     for name, ref in want.items():
         ref = np.asarray(ref)
         key = dtype_key(ref.dtype)
         tol = tolerances.get(key, EXACT) if is_float(ref.dtype) else EXACT
-        result: tuple[float, float, int, int, bool, str]
         if name in got:
             o = compare_arrays(name, got[name], ref, tol)
             found = np.asarray(got[name]).dtype
-            reason = o.reason or (f"dtype {found} != {ref.dtype}" if found != ref.dtype else "")
-            result = (o.max_abs, o.max_rel, o.mismatched, o.total, o.ok and not reason, reason)
+            if not o.reason and found != ref.dtype:
+                o = replace(o, ok=False, reason=f"dtype {found} != {ref.dtype}")
         else:
-            result = (np.inf, np.inf, ref.size, ref.size, False, "missing")
-        checks.append(OutputCheck(name, key, tol.rtol, tol.atol, *result))
-    for name in extra:
-        checks.append(
-            OutputCheck(name, "?", 0.0, 0.0, 0.0, 0.0, 0, 0, False, "not an output of the baseline")
-        )
+            o = OutputParity(name, tol, np.inf, np.inf, ref.size, ref.size, False, "missing")
+        checks.append(OutputCheck(key, o))
+    for name in sorted(set(got) - set(want)):
+        extra = OutputParity(name, EXACT, 0.0, 0.0, 0, 0, False, "not an output of the baseline")
+        checks.append(OutputCheck("?", extra))
     return checks
 
 
@@ -110,16 +127,15 @@ def merge(checks: list[list[OutputCheck]]) -> list[OutputCheck]:
             if m is None:
                 merged[c.name] = c
                 continue
-            merged[c.name] = OutputCheck(
-                c.name,
-                c.dtype,
-                c.rtol,
-                c.atol,
-                max(m.max_abs, c.max_abs),
-                max(m.max_rel, c.max_rel),
-                m.mismatched + c.mismatched,
-                m.total + c.total,
-                m.ok and c.ok,
-                m.reason or c.reason,
+            a, b = m.parity, c.parity
+            worst = replace(
+                b,
+                max_abs=max(a.max_abs, b.max_abs),
+                max_rel=max(a.max_rel, b.max_rel),
+                mismatched=a.mismatched + b.mismatched,
+                total=a.total + b.total,
+                ok=a.ok and b.ok,
+                reason=a.reason or b.reason,
             )
+            merged[c.name] = OutputCheck(c.dtype, worst)
     return list(merged.values())
