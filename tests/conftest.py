@@ -13,14 +13,17 @@ from luminal.cli.app import app
 
 @pytest.fixture(scope="session")
 def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LUMINAL_HOME holding a floating evaluation license for every feature on cpu,
-    signed by a vendor key that the home trusts by explicit local (evaluation) setting."""
-    from tests.helpers.licensing_helpers import Vendor
+    """A LUMINAL_HOME holding a floating evaluation license for every feature on every
+    built-in target and any asic plugin (compile_model is the license gate, so every test
+    that compiles, for cpu or cuda, needs it), signed by a vendor key that the home trusts
+    by explicit local (evaluation) setting."""
+    from tests.helpers.licensing_helpers import Vendor, make_terms
 
     root = tmp_path_factory.mktemp("licensed")
     home = root / "home"
     vendor = Vendor.create(root / "vendor")
-    license_file = vendor.write_license(root / "license.json", None)
+    terms = make_terms(targets=("cpu", "cuda", "rocm", "asic"))
+    license_file = vendor.write_license(root / "license.json", None, terms=terms)
     runner = CliRunner(env={"LUMINAL_HOME": str(home)})
     for args in (
         ["license", "trust", str(vendor.pub_path), "--evaluation"],
