@@ -15,16 +15,16 @@ from luminal.cli.app import app
 @pytest.fixture(scope="session")
 def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LUMINAL_HOME holding a floating evaluation license for every feature on the
-    built-in targets (compile_model is the license gate, so every test that compiles, for
-    cpu or cuda, needs it; asic plugins are not entitled, their tests bring their own
-    home), signed by a vendor key that the home trusts by explicit local (evaluation)
-    setting."""
+    built-in targets and the test backends' `npu` kind (compile_model is the license gate,
+    so every test that compiles needs it; asic plugins are not entitled, their tests bring
+    their own home), signed by a vendor key that the home trusts by explicit local
+    (evaluation) setting."""
     from tests.helpers.licensing_helpers import Vendor, make_terms
 
     root = tmp_path_factory.mktemp("licensed")
     home = root / "home"
     vendor = Vendor.create(root / "vendor")
-    terms = make_terms(targets=("cpu", "cuda", "rocm"))
+    terms = make_terms(targets=("cpu", "cuda", "rocm", "npu"))
     license_file = vendor.write_license(root / "license.json", None, terms=terms)
     runner = CliRunner(env={"LUMINAL_HOME": str(home)})
     for args in (
