@@ -102,11 +102,9 @@ def compile_cmd(
     out = output or model.with_suffix(".lmnl")
     seconds = parse_budget(budget)
     console = Console(stderr=True, quiet=as_json)
-    chosen = resolve(target)  # "auto" becomes a backend and device before licensing looks
+    chosen = resolve(target)  # "auto" becomes a backend and device; compile_model licenses it
     for note in chosen.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-    for warning in licensing.check("compile", chosen.license_target).warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     steps = STEPS
     options = CompileOptions(
         target=chosen.name,
@@ -136,7 +134,13 @@ def compile_cmd(
             )
 
         result = compile_model(
-            loaded, out, options, on_step=step, on_progress=progress, target=chosen
+            loaded,
+            out,
+            options,
+            on_step=step,
+            on_progress=progress,
+            target=chosen,
+            on_license=lambda status: print_warnings(console, status),
         )
         console.print(f"  [green]✓[/] {done[-1]}")
     if as_json:
@@ -152,6 +156,12 @@ def compile_cmd(
             highlight=False,
         )
         raise typer.Exit(130)
+
+
+def print_warnings(console: Console, status: licensing.LicenseStatus) -> None:
+    """The license's warnings (grace period, near expiry), as the compile starts."""
+    for warning in status.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
 def progress_bar(console: Console) -> Progress:

@@ -39,6 +39,7 @@ from luminal.compiler.schedule.work import cost
 from luminal.compiler.search.kernels import KernelSearchOptions, KernelSearchReport
 from luminal.compiler.search.saturate import SaturationReport
 from luminal.errors import CompilerError, LuminalError, UsageError, one_line
+from luminal.licensing.gate import LicenseHook, authorize_compile
 
 __all__ = [
     "DEFAULT_BUDGET_SECONDS",
@@ -297,12 +298,20 @@ def compile_model(
     on_step: Callable[[str], None] | None = None,
     on_progress: Progress | None = None,
     target: Target | None = None,
+    on_license: LicenseHook | None = None,
 ) -> CompileResult:
     """Compile for `options.target` ("auto", "cpu", "cuda", "rocm" or a plugin's name;
-    compiler/backends/target.py), or for `target` when the caller resolved it already."""
+    compiler/backends/target.py), or for `target` when the caller resolved it already.
+
+    The one license gate: every way of compiling (CLI, `InferenceSession`, `torch.compile`,
+    this call) needs `compile` entitled on the resolved target, checked before any stage
+    runs (a LicenseError, exit 3, if not).  `on_license` hears the status (its warnings,
+    e.g. near expiry); without it they go to the `luminal.licensing` logger
+    (`licensing/gate.py`)."""
     started = time.monotonic()
     options = options or CompileOptions()
     target = target or resolve(options.target)  # UsageError: unknown target, or device absent
+    authorize_compile(target.license_target, on_license)  # before any stage runs
     options = dataclasses.replace(options, target=target.name)
     budget = max(options.budget_seconds or 0.0, 0.0)
     job = Job(model, output, options, target, started + budget, on_progress, model.graph)

@@ -10,6 +10,8 @@ rather than inside it: each one turns a foreign API into `compile_model` and `lo
 - `session`: `luminal.InferenceSession`, shaped like ONNX Runtime's.
 - `build`: compile a lowered model straight to a loaded `Session` (what the three share).
 
-Like every library API, these compile without checking a license; only the CLI's
-`luminal compile` does.
+Compiling needs a license entitling `compile` on the target, like `luminal compile`: the
+check is `compile_model`'s own (`licensing/gate.py`), so these pass through it and are
+refused with the CLI's message (a LicenseError, exit 3).  Loading an `.lmnl` artifact never
+needs one.
 """

@@ -11,7 +11,8 @@ list of numpy arrays in the order asked for (all outputs for None).  A model fil
 compiled on the fly, into a private temporary folder (`cache_dir` keeps the artifact);
 an `.lmnl` artifact is verified and loaded as `luminal.load` does.  Symbolic input dims are
 bound with `dims={"batch": 8}` (ONNX Runtime binds them per call; luminal compiles static
-shapes).  Like the other library APIs, no license is checked.
+shapes).  Compiling a model needs a license entitling `compile` (the check is
+`compile_model`'s, so the refusal is the CLI's LicenseError); loading an artifact does not.
 """
 
 from __future__ import annotations

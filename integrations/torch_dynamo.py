@@ -10,8 +10,9 @@ compiled for the local CPU and returned as a callable that converts torch tensor
 from numpy around one native call.  A graph luminal cannot take (an unsupported op,
 dynamic shapes, inputs on another device, a graph that needs autograd) runs eagerly
 instead; the reason is logged as a warning on the `luminal.integrations.torch_dynamo`
-logger.  No license is checked: like the other library APIs, only the CLI's `luminal
-compile` does.
+logger.  A missing or insufficient license is not such a graph: its LicenseError (the
+one `compile_model` raises for every caller, `luminal compile` included) propagates, so
+`torch.compile` is refused rather than silently running unlicensed work eagerly.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.frontend.pt2_archive import one_line
 from luminal.compiler.pipeline import CompileOptions
 from luminal.compiler.runtime import Session
-from luminal.errors import FrontendError, LuminalError, UnsupportedOp
+from luminal.errors import FrontendError, LicenseError, LuminalError, UnsupportedOp
 from luminal.integrations.build import compile_to_session
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ def luminal(
     options = kwargs.get("options") or {}
     try:
         return compile_graph(gm, example_inputs, CompileOptions(**options))
+    except LicenseError:
+        raise
     except LuminalError as err:
         log.warning("luminal could not compile a graph; running it eagerly: %s", err)
         return gm.forward

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,14 +14,18 @@ from luminal.cli.app import app
 
 @pytest.fixture(scope="session")
 def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LUMINAL_HOME holding a floating evaluation license for every feature on cpu,
-    signed by a vendor key that the home trusts by explicit local (evaluation) setting."""
-    from tests.helpers.licensing_helpers import Vendor
+    """A LUMINAL_HOME holding a floating evaluation license for every feature on the
+    built-in targets and the test backends' `npu` kind (compile_model is the license gate,
+    so every test that compiles needs it; asic plugins are not entitled, their tests bring
+    their own home), signed by a vendor key that the home trusts by explicit local
+    (evaluation) setting."""
+    from tests.helpers.licensing_helpers import Vendor, make_terms
 
     root = tmp_path_factory.mktemp("licensed")
     home = root / "home"
     vendor = Vendor.create(root / "vendor")
-    license_file = vendor.write_license(root / "license.json", None)
+    terms = make_terms(targets=("cpu", "cuda", "rocm", "npu"))
+    license_file = vendor.write_license(root / "license.json", None, terms=terms)
     runner = CliRunner(env={"LUMINAL_HOME": str(home)})
     for args in (
         ["license", "trust", str(vendor.pub_path), "--evaluation"],
@@ -29,6 +34,15 @@ def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _licensed_session(licensed_home: Path) -> Iterator[None]:
+    """Session- and module-scoped fixtures that compile (they run before any test's own
+    fixtures), and subprocesses, find the evaluation home too."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LUMINAL_HOME", str(licensed_home))
+        yield
 
 
 @pytest.fixture(autouse=True)

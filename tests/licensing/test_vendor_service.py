@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -15,7 +15,7 @@ import pytest
 from luminal.errors import ActivationError
 from luminal.licensing import activation, dsse
 from luminal.licensing.home import Home
-from luminal.licensing.identity import load_or_create
+from luminal.licensing.identity import InstallIdentity, load_or_create
 from luminal.licensing.request import make_request
 from luminal.licensing.timeutil import to_iso, utcnow
 from luminal_vendor.app import ServiceConfig, create_app
@@ -108,25 +108,126 @@ def test_bad_signature_and_install_limit(service) -> None:
     assert resp.status_code == 403 and "has used all 1 installs" in resp.json()["error"]
 
 
+ARTIFACT = "sha256:" + "ab" * 32
+OTHER_ARTIFACT = "sha256:" + "cd" * 32
+
+
+def _export(
+    me: InstallIdentity,
+    *records: tuple[str, object],
+    keyid: str | None = None,
+    created: datetime | None = None,
+) -> dsse.Envelope:
+    """A usage export as `usage.py` defines it: running totals per artifact."""
+    payload = {
+        "version": 1,
+        "install_keyid": keyid or me.keyid,
+        "created_at": to_iso(created or utcnow()),
+        "records": [{"artifact": a, "device_hours": h} for a, h in records],
+    }
+    return me.sign(dsse.USAGE_TYPE, json.dumps(payload).encode())
+
+
+def _activated(url: str, store: Store, home: Home) -> tuple[str, str, InstallIdentity]:
+    """(licensee id, API key, this install activated for it), ARTIFACT registered."""
+    key = _licensee(store)
+    lid = store.licensee_for_key(key).id  # type: ignore[union-attr]
+    store.add_artifact(lid, ARTIFACT, "model.lmnl", to_iso(utcnow()))
+    me = load_or_create(home)
+    resp = _post(url, "/v1/activate", key, {"request": make_request(me).to_json()})
+    assert resp.status_code == 200, resp.text
+    return lid, key, me
+
+
 def test_usage_upload(service, home: Home) -> None:
     url, _, store = service
-    key = _licensee(store)
-    me = load_or_create(home)
-    assert (
-        _post(url, "/v1/activate", key, {"request": make_request(me).to_json()}).status_code == 200
-    )
-    export = me.sign(dsse.USAGE_TYPE, json.dumps({"device_hours": "12.5"}).encode())
+    lid, key, me = _activated(url, store, home)
+    export = _export(me, (ARTIFACT, "12.5"))
     result = activation.upload_usage(url, key, export, me)
-    assert result["accepted"] is True
+    assert result["accepted"] is True and result["duplicate"] is False
+    assert store.usage_count(lid) == 1
     # an install that never activated for this licensee
     with pytest.raises(ActivationError, match=r"refused \(403\): install .* is not activated"):
-        activation.upload_usage(url, key, export, other_identity())
+        activation.upload_usage(
+            url, key, _export(other_identity(), (ARTIFACT, "1")), other_identity()
+        )
     # a usage export signed by someone else inside a genuine upload
     stranger = other_identity().sign(dsse.USAGE_TYPE, b"{}")
     with pytest.raises(
         ActivationError, match=r"refused \(400\): upload rejected: signed by unknown key"
     ):
         activation.upload_usage(url, key, stranger, me)
+    assert store.usage_count(lid) == 1
+
+
+def test_the_same_export_rewrapped_is_stored_once(service, home: Home) -> None:
+    url, _, store = service
+    lid, key, me = _activated(url, store, home)
+    export = _export(me, (ARTIFACT, "3"))
+    first = activation.upload_usage(url, key, export, me)
+    again = activation.upload_usage(url, key, export, me)  # a new upload: fresh nonce, time
+    assert (again["id"], again["duplicate"]) == (first["id"], True)
+    assert store.usage_count(lid) == 1
+    a_day_on = _export(me, (ARTIFACT, "3"), created=utcnow() + timedelta(days=1))
+    later = activation.upload_usage(url, key, a_day_on, me)
+    assert later["duplicate"] is False and store.usage_count(lid) == 2  # equal total: allowed
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"hello", "usage export is not JSON"),
+        (b'"hello"', "usage export must be a JSON object, got str"),
+        (b'{"device_hours": "12.5"}', "usage export: missing created_at, install_keyid"),
+        (None, "records[0].device_hours '-1000000' must be between 0 and"),
+        ("NaN", "records[0].device_hours 'NaN' must be between 0 and"),
+        (1.5, "records[0].device_hours must be a decimal string"),
+        ("ten", "records[0].device_hours 'ten' is not a number"),
+        ("sha256:nothex", "records[0].artifact must be 'sha256:' and 64 lowercase hex"),
+    ],
+)
+def test_usage_that_breaks_the_schema_is_refused(
+    service, home: Home, payload: object, message: str
+) -> None:
+    url, _, store = service
+    lid, key, me = _activated(url, store, home)
+    if isinstance(payload, bytes):
+        export = me.sign(dsse.USAGE_TYPE, payload)
+    elif payload is None:
+        export = _export(me, (ARTIFACT, "-1000000"))
+    elif isinstance(payload, str) and payload.startswith("sha256:"):
+        export = _export(me, (payload, "1"))
+    else:
+        export = _export(me, (ARTIFACT, payload))
+    with pytest.raises(ActivationError, match=r"refused \(400\): ") as err:
+        activation.upload_usage(url, key, export, me)
+    assert message in str(err.value)
+    assert store.usage_count(lid) == 0
+
+
+def test_usage_must_name_known_artifacts_and_only_grow(service, home: Home) -> None:
+    url, _, store = service
+    lid, key, me = _activated(url, store, home)
+    with pytest.raises(ActivationError, match=f"artifact\\(s\\) unknown to licensee {lid}"):
+        activation.upload_usage(url, key, _export(me, (OTHER_ARTIFACT, "1")), me)
+    assert activation.upload_usage(url, key, _export(me, (ARTIFACT, "10")), me)["accepted"]
+    with pytest.raises(ActivationError, match=f"for {ARTIFACT} went down from 10 to 4"):
+        activation.upload_usage(url, key, _export(me, (ARTIFACT, "4")), me)
+    store.add_artifact(lid, OTHER_ARTIFACT, "other.lmnl", to_iso(utcnow()))
+    both = _export(me, (ARTIFACT, "10.25"), (OTHER_ARTIFACT, "0"))
+    assert activation.upload_usage(url, key, both, me)["duplicate"] is False
+    assert store.usage_count(lid) == 2
+    # totals are per install: another install of the licensee starts from zero
+    other = other_identity()
+    assert (
+        _post(url, "/v1/activate", key, {"request": make_request(other).to_json()}).status_code
+        == 200
+    )
+    assert activation.upload_usage(url, key, _export(other, (ARTIFACT, "1")), other)["accepted"]
+    # an install's export that claims to be another install's is refused
+    claims_me = _export(other, (ARTIFACT, "11"), keyid=me.keyid)
+    with pytest.raises(ActivationError, match=f"usage export is for install {me.keyid}, not"):
+        activation.upload_usage(url, key, claims_me, other)
 
 
 def test_rate_limit_per_licensee(vendor: Vendor, tmp_path: Path, home: Home) -> None:

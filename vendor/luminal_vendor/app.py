@@ -8,9 +8,13 @@
 
 Every POST is checked first for body size (413), rate (429 with Retry-After; per licensee,
 or per client address for an unknown key) and licensee key (401); then for a well-formed,
-signed body (400), replay (409: the signed timestamp must be inside the window and the
-nonce unseen) and the licensee's limits (403: too many installs, install not activated).  Errors are JSON
-`{"error": "..."}`.  Rate buckets live in the app instance (one process).
+signed body (400: JSON nested deeper than `max_depth`, in the body or in a signed payload,
+is refused before it is parsed), replay (409: the signed timestamp must be inside the
+window and the nonce unseen) and the licensee's limits (403: too many installs, install
+not activated).  A usage export must match the schema in `usage.py` and the totals on
+record (400), and is stored once however often it is re-wrapped.  Errors are JSON
+`{"error": "..."}`.  Rate buckets live in the app instance (one process); install counts
+and usage totals live in the store, decided in one transaction each (`storage.py`).
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from luminal.licensing import dsse
 from luminal.licensing.keys import decode_public
 from luminal.licensing.request import read_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
+from luminal_vendor.bodies import MAX_DEPTH, BodyRejected, Limits, loads
 from luminal_vendor.issuer import Signer, Terms, bind_to, issue
-from luminal_vendor.storage import LicenseeRecord, Store
+from luminal_vendor.storage import Activation, LicenseeRecord, Store
+from luminal_vendor.usage import UsageRejected, parse_export
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,11 @@ class ServiceConfig:
     max_body: int = 64 * 1024
     rate_per_minute: int = 60
     replay_window: timedelta = timedelta(minutes=5)
+    max_depth: int = MAX_DEPTH
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_body, self.max_depth)
 
 
 class RateLimiter:
@@ -106,13 +117,26 @@ def create_app(
             body += chunk
             if len(body) > config.max_body:
                 raise _fail(413, f"body over {config.max_body} bytes")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise _fail(400, "body is not JSON") from None
+        data = parse(bytes(body), "body")
         if not isinstance(data, dict):
             raise _fail(400, "body must be a JSON object")
         return data
+
+    def parse(data: bytes, what: str) -> object:
+        try:
+            return loads(data, config.limits, what)
+        except BodyRejected as err:
+            raise _fail(err.status, err.message) from None
+
+    def envelope(data: object, what: str) -> dsse.Envelope:
+        """A signed envelope from the body whose payload is JSON within the limits (so
+        that parsing it later cannot recurse without bound)."""
+        try:
+            env = dsse.Envelope.from_json(data)
+        except LuminalError as err:
+            raise _fail(400, f"{what}: {err}") from None
+        parse(env.payload, f"{what} payload")
+        return env
 
     async def fresh(licensee: LicenseeRecord, nonce: str, created_at: datetime) -> datetime:
         t = now()
@@ -132,38 +156,38 @@ def create_app(
     async def activate(request: Request) -> Response:
         licensee = await authenticate(request)
         body = await read_json(request)
+        env = envelope(body.get("request"), "activation request")
         try:
-            req = read_request(dsse.Envelope.from_json(body.get("request")), "in body")
+            req = read_request(env, "in body")
         except (LuminalError, IntegrityError) as err:
             raise _fail(400, str(err)) from None
         t = await fresh(licensee, req.nonce, req.created_at)
-        installs = await run_in_threadpool(store.installs, licensee.id)
-        if req.install_keyid not in installs and len(installs) >= licensee.max_installs:
-            raise _fail(
-                403, f"licensee {licensee.id} has used all {licensee.max_installs} installs"
-            )
         try:
             terms = Terms.from_json(licensee.terms, f"terms of {licensee.id}")
         except LuminalError as err:
             raise _fail(500, str(err)) from None
-        claims, envelope = issue(terms, signer, bind_to(req), now=t)
-        await run_in_threadpool(
-            store.record_activation,
+        # Issued first, recorded (or thrown away) in one transaction with the install count.
+        claims, license_env = issue(terms, signer, bind_to(req), now=t)
+        record = Activation(
             claims.license_id,
             licensee.id,
             req.install_keyid,
             req.install_public_key,
             req.fingerprint,
             to_iso(t),
-            json.dumps(envelope.to_json()),
+            json.dumps(license_env.to_json()),
         )
-        return JSONResponse({"license": envelope.to_json(), "license_id": claims.license_id})
+        if not await run_in_threadpool(store.activate, record):
+            raise _fail(
+                403, f"licensee {licensee.id} has used all {licensee.max_installs} installs"
+            )
+        return JSONResponse({"license": license_env.to_json(), "license_id": claims.license_id})
 
     async def usage(request: Request) -> Response:
         licensee = await authenticate(request)
         body = await read_json(request)
+        upload = envelope(body.get("upload"), "usage upload")
         try:
-            upload = dsse.Envelope.from_json(body.get("upload"))
             if upload.payload_type != dsse.UPLOAD_TYPE:
                 raise IntegrityError(f"payload type {upload.payload_type!r} is not a usage upload")
             payload = upload.payload_json()
@@ -188,11 +212,25 @@ def create_app(
             raise _fail(400, f"upload rejected: {err}") from None
         if not nonce:
             raise _fail(400, "upload has no nonce")
+        try:
+            records = parse_export(export, config.limits)
+        except UsageRejected as err:
+            raise _fail(400, str(err)) from None
+        if records.install_keyid != keyid:
+            raise _fail(400, f"usage export is for install {records.install_keyid}, not {keyid}")
         t = await fresh(licensee, nonce, created)
-        upload_id = await run_in_threadpool(
-            store.record_usage, licensee.id, keyid, to_iso(t), json.dumps(export.to_json())
-        )
-        return JSONResponse({"accepted": True, "id": upload_id})
+        try:
+            receipt = await run_in_threadpool(
+                store.record_usage,
+                licensee.id,
+                keyid,
+                to_iso(t),
+                records,
+                json.dumps(export.to_json()),
+            )
+        except UsageRejected as err:
+            raise _fail(400, str(err)) from None
+        return JSONResponse({"accepted": True, "id": receipt.id, "duplicate": receipt.duplicate})
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, "keyid": signer.keyid})

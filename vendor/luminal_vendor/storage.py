@@ -5,6 +5,11 @@
 once, with `?` placeholders, in the subset both databases share.  Each call opens and
 closes its own connection, so the store is safe to use from the server's thread pool.
 
+A decision that reads and then writes (is there an install left? is this total higher
+than the last?) runs in one transaction that holds the licensee's lock (`_locked`):
+`BEGIN IMMEDIATE` on SQLite (one writer at a time), `SELECT ... FOR UPDATE` on the
+licensee's row on PostgreSQL, so simultaneous requests cannot both see room for one more.
+
 API keys are shown once when a licensee is added; only their SHA-256 is stored.
 """
 
@@ -18,10 +23,12 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from luminal.errors import UsageError
+from luminal_vendor.usage import UsageExport, UsageRejected
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS licensees (
@@ -35,8 +42,39 @@ SCHEMA = (
         nonce TEXT PRIMARY KEY, licensee_id TEXT NOT NULL, seen_at TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS usage_uploads (
         id TEXT PRIMARY KEY, licensee_id TEXT NOT NULL, install_keyid TEXT NOT NULL,
-        received_at TEXT NOT NULL, export TEXT NOT NULL)""",
+        received_at TEXT NOT NULL, export TEXT NOT NULL, export_sha256 TEXT)""",
+    """CREATE TABLE IF NOT EXISTS artifacts (
+        licensee_id TEXT NOT NULL, digest TEXT NOT NULL, name TEXT NOT NULL,
+        added_at TEXT NOT NULL, PRIMARY KEY (licensee_id, digest))""",
+    """CREATE TABLE IF NOT EXISTS usage_totals (
+        licensee_id TEXT NOT NULL, install_keyid TEXT NOT NULL, artifact TEXT NOT NULL,
+        device_hours TEXT NOT NULL, updated_at TEXT NOT NULL,
+        PRIMARY KEY (licensee_id, install_keyid, artifact))""",
 )
+#: Run after SCHEMA (a database made before export digests gets the column first).
+INDEXES = (
+    """CREATE UNIQUE INDEX IF NOT EXISTS usage_uploads_export
+        ON usage_uploads (licensee_id, export_sha256)""",
+)
+
+
+@dataclass(frozen=True)
+class UsageReceipt:
+    id: str
+    duplicate: bool  # the same export was stored before: nothing was added
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An issued license to record, if the licensee has an install left for it."""
+
+    license_id: str
+    licensee_id: str
+    install_keyid: str
+    install_public_key: str
+    fingerprint: str
+    issued_at: str
+    license_json: str
 
 
 @dataclass(frozen=True)
@@ -85,6 +123,31 @@ class Store:
         finally:
             conn.close()
 
+    @contextlib.contextmanager
+    def _locked(self, licensee_id: str) -> Iterator[tuple[Any, int | None]]:
+        """One transaction holding the licensee's lock; yields (cursor, max_installs), the
+        latter None for an unknown licensee.  Commits on success, rolls back on error."""
+        lock = "SELECT max_installs FROM licensees WHERE id = ?"
+        if self._pg is not None:
+            with self._pg.connect(self.url) as conn, conn.cursor() as cur:
+                db = _PgCursor(cur)
+                rows = db.execute(lock + " FOR UPDATE", (licensee_id,)).fetchall()
+                yield db, int(rows[0][0]) if rows else None
+            return
+        assert self._path is not None
+        conn = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first write
+            try:
+                rows = conn.execute(lock, (licensee_id,)).fetchall()
+                yield conn, int(rows[0][0]) if rows else None
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
     def init(self) -> Store:
         if self._path is not None:
             try:
@@ -93,6 +156,15 @@ class Store:
                 raise UsageError(f"--db {self._path}: {err.strerror}") from None
         with self._tx() as db:
             for statement in SCHEMA:
+                db.execute(statement)
+        try:
+            with self._tx() as db:
+                db.execute("SELECT export_sha256 FROM usage_uploads WHERE 1 = 0").fetchall()
+        except Exception:  # a database from before export digests: sqlite3 or psycopg error
+            with self._tx() as db:
+                db.execute("ALTER TABLE usage_uploads ADD COLUMN export_sha256 TEXT")
+        with self._tx() as db:
+            for statement in INDEXES:
                 db.execute(statement)
         return self
 
@@ -150,6 +222,35 @@ class Store:
             db.execute("DELETE FROM nonces WHERE seen_at < ?", (before,))
 
     # activations -------------------------------------------------------------------------
+    def activate(self, activation: Activation) -> bool:
+        """Record `activation` unless it would be one install more than the licensee's
+        `max_installs` (False then, nothing written).  Count and insert are one locked
+        transaction; an install already activated may activate again."""
+        a = activation
+        with self._locked(a.licensee_id) as (db, max_installs):
+            if max_installs is None:
+                return False
+            rows = db.execute(
+                "SELECT DISTINCT install_keyid FROM activations WHERE licensee_id = ?",
+                (a.licensee_id,),
+            ).fetchall()
+            installs = {r[0] for r in rows}
+            if a.install_keyid not in installs and len(installs) >= max_installs:
+                return False
+            db.execute(
+                "INSERT INTO activations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    a.license_id,
+                    a.licensee_id,
+                    a.install_keyid,
+                    a.install_public_key,
+                    a.fingerprint,
+                    a.issued_at,
+                    a.license_json,
+                ),
+            )
+        return True
+
     def installs(self, licensee_id: str) -> set[str]:
         with self._tx() as db:
             rows = db.execute(
@@ -157,30 +258,6 @@ class Store:
                 (licensee_id,),
             ).fetchall()
         return {r[0] for r in rows}
-
-    def record_activation(
-        self,
-        license_id: str,
-        licensee_id: str,
-        install_keyid: str,
-        install_public_key: str,
-        fingerprint: str,
-        issued_at: str,
-        license_json: str,
-    ) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO activations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    license_id,
-                    licensee_id,
-                    install_keyid,
-                    install_public_key,
-                    fingerprint,
-                    issued_at,
-                    license_json,
-                ),
-            )
 
     def install_public_key(self, licensee_id: str, install_keyid: str) -> str | None:
         """The public key of an install activated for this licensee, or None."""
@@ -193,14 +270,66 @@ class Store:
         return rows[0][0] if rows else None
 
     # usage -------------------------------------------------------------------------------
-    def record_usage(self, licensee_id: str, install_keyid: str, now: str, export: str) -> str:
-        upload_id = str(uuid.uuid4())
+    def add_artifact(self, licensee_id: str, digest: str, name: str, now: str) -> None:
+        """Make an artifact ("sha256:<hex>" of its file) known: usage may be billed on it."""
         with self._tx() as db:
             db.execute(
-                "INSERT INTO usage_uploads VALUES (?, ?, ?, ?, ?)",
-                (upload_id, licensee_id, install_keyid, now, export),
+                "INSERT INTO artifacts VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (licensee_id, digest, name, now),
             )
-        return upload_id
+
+    def record_usage(
+        self, licensee_id: str, install_keyid: str, now: str, export: UsageExport, raw: str
+    ) -> UsageReceipt:
+        """Store a validated export once (by its digest), or UsageRejected when it names an
+        artifact the licensee has not registered or a total below the one on record."""
+        with self._locked(licensee_id) as (db, _):
+            rows = db.execute(
+                "SELECT id FROM usage_uploads WHERE licensee_id = ? AND export_sha256 = ?",
+                (licensee_id, export.digest),
+            ).fetchall()
+            if rows:
+                return UsageReceipt(rows[0][0], duplicate=True)
+            known = {
+                r[0]
+                for r in db.execute(
+                    "SELECT digest FROM artifacts WHERE licensee_id = ?", (licensee_id,)
+                ).fetchall()
+            }
+            unknown = [r.artifact for r in export.records if r.artifact not in known]
+            if unknown:
+                raise UsageRejected(
+                    f"usage export names artifact(s) unknown to licensee {licensee_id}: "
+                    f"{', '.join(unknown)}"
+                )
+            totals = {
+                r[0]: Decimal(r[1])
+                for r in db.execute(
+                    "SELECT artifact, device_hours FROM usage_totals "
+                    "WHERE licensee_id = ? AND install_keyid = ?",
+                    (licensee_id, install_keyid),
+                ).fetchall()
+            }
+            for r in export.records:
+                before = totals.get(r.artifact)
+                if before is not None and r.device_hours < before:
+                    raise UsageRejected(
+                        f"usage export: device_hours for {r.artifact} went down from {before} "
+                        f"to {r.device_hours}; an install's totals only grow"
+                    )
+            upload_id = str(uuid.uuid4())
+            db.execute(
+                "INSERT INTO usage_uploads VALUES (?, ?, ?, ?, ?, ?)",
+                (upload_id, licensee_id, install_keyid, now, raw, export.digest),
+            )
+            for r in export.records:
+                db.execute(
+                    "INSERT INTO usage_totals VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (licensee_id, install_keyid, artifact) DO UPDATE "
+                    "SET device_hours = excluded.device_hours, updated_at = excluded.updated_at",
+                    (licensee_id, install_keyid, r.artifact, str(r.device_hours), now),
+                )
+        return UsageReceipt(upload_id, duplicate=False)
 
     def usage_count(self, licensee_id: str) -> int:
         with self._tx() as db:

@@ -176,7 +176,7 @@ def test_what_the_chip_cannot_run_is_one_line(
 
 
 def test_licenses_name_the_asic_target(plugin: Path, suite_onnx, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # The default test home licenses cpu only.
+    # The default test home licenses the built-in targets only.
     rc, _, err = cli(
         "compile", suite_onnx("mlp")[0], "--target", "systolic", "-o", tmp_path / "m.lmnl"
     )
