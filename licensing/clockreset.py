@@ -58,13 +58,17 @@ class ResetToken:
     signer_certificate: str = ""
 
     def to_json(self) -> dict[str, object]:
-        cert = {"signer_certificate": json.loads(self.signer_certificate)}
+        cert = (
+            {"signer_certificate": json.loads(self.signer_certificate)}
+            if self.signer_certificate
+            else {}
+        )
         return {
             "schema": "luminal.clock-reset/v1",
             "install_keyid": self.install_keyid,
             "nonce": self.nonce,
             "vendor_time": to_iso(self.vendor_time),
-            **(cert if self.signer_certificate else {}),
+            **cert,
         }
 
 
