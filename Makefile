@@ -37,9 +37,11 @@ demo: $(STAMP) $(EXAMPLE)
 	$(VENV)/bin/luminal devices
 	$(VENV)/bin/luminal inspect $(EXAMPLE)
 	$(VENV)/bin/luminal run $(EXAMPLE) --reference --compare onnxruntime
-	@# Evaluation license: a local eval vendor key signs a license bound to this install; the
-	@# key is trusted only by an explicit local setting, and `license show` says it is NOT a
-	@# production key.
+	@# Evaluation license: a local eval vendor key (from `keygen`, never certified by the
+	@# vendor root with `certify`) signs a license bound to this install.  The key is trusted
+	@# only by an explicit local setting, so it can only yield evaluation licenses (<= 90 days,
+	@# <= 4 devices, terms not billable) and `license show` says it is NOT a production key.
+	@# A production vendor runs `root-keygen` once and `certify` per signing key instead.
 	rm -rf $(DEMO_HOME) $(DEMO_VENDOR)
 	$(VENV)/bin/luminal-vendor keygen -o $(DEMO_VENDOR)/eval --valid-days 30
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal license request -o $(DEMO_VENDOR)/request.json

@@ -1,4 +1,4 @@
-"""`luminal license ...`: show, request, install, activate, check, trust, revoke."""
+"""`luminal license ...`: show, request, install, activate, check, trust, revoke, clock-reset."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.table import Table
 
 from luminal.cli.options import JsonOption
 from luminal.errors import UsageError
-from luminal.licensing import activation, enforce, keys, status
+from luminal.licensing import activation, chain, clockreset, enforce, evaluation, keys, status
 from luminal.licensing.home import Home, read_file, write_atomic
 from luminal.licensing.identity import load_or_create
 from luminal.licensing.license import FEATURES
@@ -32,11 +32,12 @@ def _warn(warnings: tuple[str, ...] | list[str]) -> None:
 
 def _summary(st: enforce.LicenseStatus) -> str:
     c = st.claims
-    kind = "evaluation" if c.evaluation else "commercial"
+    kind = "EVALUATION" if st.evaluation else "commercial"
     key = "production key" if st.production_key else "NOT a production key"
+    terms = f"; {evaluation.TERMS_NOTE}" if st.evaluation else ""
     return (
         f"license {c.license_id} ({kind}) for {c.licensee.name}: {st.state}, expires "
-        f"{day(c.expires_at)}; signed by {st.signer.keyid} ({key})"
+        f"{day(c.expires_at)}; signed by {st.signer.keyid} ({key}){terms}"
     )
 
 
@@ -69,11 +70,10 @@ def _print_table(info: dict[str, Any]) -> None:
         e, p, b, m = lic["entitlements"], lic["pricing"], lic["binding"], lic["metering"]
         book = ", ".join(f"{k} {v}/h" for k, v in p["price_book"].items()) or "-"
         bound = f"install {b['install_keyid']}" if b["mode"] == "install" else "floating"
+        eval_terms = info.get("evaluation", False)
+        share_note = " [EVALUATION terms, not billable]" if eval_terms else ""
         rows = [
-            (
-                "license",
-                f"{lic['license_id']} ({'evaluation' if lic['evaluation'] else 'commercial'})",
-            ),
+            ("license", f"{lic['license_id']} ({'EVALUATION' if eval_terms else 'commercial'})"),
             ("licensee", f"{lic['licensee']['name']} ({lic['licensee']['id']})"),
             ("issued", lic["issued_at"]),
             ("valid from", lic["not_before"]),
@@ -81,8 +81,8 @@ def _print_table(info: dict[str, Any]) -> None:
             ("targets", ", ".join(e["targets"])),
             ("features", ", ".join(e["features"])),
             ("devices", str(e["devices"])),
-            ("share", f"{p['share']} of measured savings ({p['currency']})"),
-            ("price book", book),
+            ("share", f"{p['share']} of measured savings ({p['currency']}){share_note}"),
+            ("price book", f"{book}{share_note}"),
             ("billing basis", f"{p['basis']} ({p['confidence']})"),
             ("bound to", bound),
             ("metering", f"{m['mode']}, every {m['export_interval_days']} days"),
@@ -188,19 +188,88 @@ def check_cmd(
 
 @license_app.command("trust")
 def trust_cmd(
-    public_key: Annotated[Path, typer.Argument(help="A vendor .pub.json key file.")],
-    evaluation: Annotated[
-        bool, typer.Option("--evaluation", help="Required: acknowledge a non-production key.")
+    key_file: Annotated[
+        Path, typer.Argument(help="A root certificate (.cert.json), or a .pub.json key.")
+    ],
+    evaluation_key: Annotated[
+        bool,
+        typer.Option("--evaluation", help="Trust an uncertified .pub.json as an evaluation key."),
     ] = False,
 ) -> None:
-    """Trust an evaluation signing key by explicit local setting (never a production key)."""
-    if not evaluation:
-        raise UsageError("locally trusted keys are evaluation keys only; pass --evaluation")
+    """Trust a signing key: root-certified, or (--evaluation) for evaluation licenses only.
+
+    Examples:
+
+      luminal license trust vendor-2026.cert.json
+
+      luminal license trust trial.pub.json --evaluation
+    """
     home = Home.resolve()
     home.ensure()
-    key = keys.read_public_key_file(public_key)
+    data = _json_file(key_file)
+    if isinstance(data, dict) and "payloadType" in data:
+        key = chain.verify_certificate(data, keys.load_keyring(home.trusted_keys))
+        keys.store_certificate(home.trusted_keys, data)
+        typer.echo(
+            f"trusting key {key.keyid} in {home.trusted_keys}: certified by root "
+            f"{key.certified_by}, valid {key.window()}"
+        )
+        return
+    if not evaluation_key:
+        raise UsageError(
+            f"{key_file} is not certified by the vendor root: trust a .cert.json from the "
+            "vendor, or pass --evaluation to trust it for evaluation licenses only"
+        )
+    key = keys.read_public_key_file(key_file)
     keys.trust_locally(home.trusted_keys, key)
-    typer.echo(f"trusting key {key.keyid} in {home.trusted_keys}: NOT a production key")
+    typer.echo(
+        f"trusting key {key.keyid} in {home.trusted_keys}: NOT a production key; it can only "
+        f"sign evaluation licenses (<= {evaluation.MAX_DAYS} days, <= "
+        f"{evaluation.MAX_DEVICES} devices)"
+    )
+
+
+def _json_file(path: Path) -> object:
+    try:
+        return json.loads(read_file(path, "key file"))
+    except (ValueError, RecursionError) as err:
+        raise UsageError(f"key file {path}: not JSON ({err})") from None
+
+
+@license_app.command("clock-reset-request")
+def clock_reset_request_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the request.")],
+) -> None:
+    """Write a clock reset request (after the clock ran ahead) for your vendor to answer.
+
+    Examples:
+
+      luminal license clock-reset-request -o reset-request.json
+    """
+    home = Home.resolve()
+    identity = load_or_create(home)
+    write_atomic(output, clockreset.make_request(identity, home).dumps(), mode=0o644)
+    typer.echo(
+        f"{output}: clock reset request for install {identity.keyid}; send it to your vendor "
+        "(`luminal-vendor clock-reset`), then run `luminal license clock-reset TOKEN.json`"
+    )
+
+
+@license_app.command("clock-reset")
+def clock_reset_cmd(
+    token: Annotated[Path, typer.Argument(help="The vendor's clock reset token.")],
+) -> None:
+    """Apply a vendor-signed clock reset token: the clock record takes the vendor's time.
+
+    Examples:
+
+      luminal license clock-reset token.json
+    """
+    home = Home.resolve()
+    identity = load_or_create(home)
+    ring = keys.load_keyring(home.trusted_keys)
+    t = clockreset.apply_token(read_file(token, "token"), str(token), identity, home, ring)
+    typer.echo(f"clock record reset to the vendor's time {t:%Y-%m-%dT%H:%M:%SZ}")
 
 
 @license_app.command("revoke")

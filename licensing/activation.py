@@ -30,12 +30,13 @@ import httpx
 
 from luminal.errors import ActivationError, LicenseError, UsageError
 from luminal.licensing import dsse
+from luminal.licensing.clockreset import fresh_activation
 from luminal.licensing.enforce import LicenseStatus, evaluate, verify_license
 from luminal.licensing.home import Home, write_atomic
 from luminal.licensing.identity import InstallIdentity, load_or_create
 from luminal.licensing.keys import Keyring, load_keyring
 from luminal.licensing.request import make_request
-from luminal.licensing.timeutil import to_iso, utcnow
+from luminal.licensing.timeutil import aware, to_iso, utcnow
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 30.0
@@ -49,10 +50,15 @@ def install(
     keyring: Keyring | None = None,
     now: datetime | None = None,
 ) -> LicenseStatus:
-    """Verify a license file (signature, dates, binding) and make it this install's license."""
+    """Verify a license file (signature, dates, binding) and make it this install's license.
+
+    A freshly issued license bound to this install also ends a recorded clock excursion
+    (`clockreset.fresh_activation`): the vendor's signature vouches for the time.
+    """
     home = home or Home.resolve()
     keyring = keyring if keyring is not None else load_keyring(home.trusted_keys)
     claims, signer = verify_license(raw, keyring, where)
+    fresh_activation(claims, signer, load_or_create(home), home, aware(now) if now else utcnow())
     status = evaluate(claims, signer, now, home=home)
     home.ensure()
     write_atomic(home.license, raw)

@@ -84,14 +84,14 @@ class Envelope:
     def loads(cls, raw: bytes | str) -> Envelope:
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as err:
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
             raise IntegrityError(f"not a DSSE envelope: invalid JSON ({err})") from None
         return cls.from_json(data)
 
     def payload_json(self) -> object:
         try:
             return json.loads(self.payload)
-        except (ValueError, UnicodeDecodeError) as err:
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
             raise IntegrityError(f"payload is not JSON ({err})") from None
 
 

@@ -1,15 +1,18 @@
-"""Ed25519 keys, key ids, and the keyring of vendor keys a license may be signed by.
+"""Ed25519 keys, key ids, and the keyring: the vendor roots and the keys a license may be signed by.
 
 A key id is the first 16 hex digits of SHA-256 over the raw 32-byte public key.
 
-The keyring is the union of
+The keyring is built from
 
-- the production keyring shipped inside the package (`licensing/keyring.json`: public keys
-  only, each with a validity window, plus a revocation list), and
-- keys the operator trusts by explicit local setting (`$LUMINAL_HOME/trusted-keys.json`,
-  written by `luminal license trust --evaluation`).  These are never production keys and
-  `luminal license show` says so.  The same file can add local revocations, which apply to
-  shipped keys too (a vendor can ask an air-gapped site to revoke a key before an upgrade).
+- the release keyring shipped inside the package (`licensing/keyring.json`): the vendor's
+  ROOT public keys, each with a validity window, plus a revocation list.  Roots sign only
+  certificates (see `chain`); a signing key is production because a root certified it;
+- the local trust file (`$LUMINAL_HOME/trusted-keys.json`, written by `luminal license
+  trust`): root certificates of signing keys (verified against the roots each time they are
+  read), evaluation keys trusted by explicit local setting (`--evaluation`: never
+  production, and they only ever yield evaluation licenses), and local revocations, which
+  apply to shipped keys too (a vendor can ask an air-gapped site to revoke a key before an
+  upgrade).
 
 A key is accepted for a license whose `issued_at` lies in the key's window, so rotating a
 key does not invalidate the licenses it signed; a revoked key invalidates all of them.
@@ -85,6 +88,8 @@ class TrustedKey:
     not_after: datetime | None = None
     production: bool = True
     comment: str = ""
+    #: The root that certified this key ("" for a root or a locally trusted evaluation key).
+    certified_by: str = ""
 
     def valid_at(self, t: datetime) -> bool:
         return (self.not_before is None or t >= self.not_before) and (
@@ -137,8 +142,17 @@ class Revocation:
 
 @dataclass(frozen=True)
 class Keyring:
+    """Signing keys (`keys`), vendor roots, revocations, and stored certificates (JSON text).
+
+    `keys` holds only keys that may sign licenses: root-certified ones (production) and
+    locally trusted evaluation ones.  `certificates` is what the local trust file stores;
+    `chain.with_certificates` turns the ones that verify into `keys`.
+    """
+
     keys: tuple[TrustedKey, ...] = ()
     revoked: tuple[Revocation, ...] = field(default=())
+    roots: tuple[TrustedKey, ...] = ()
+    certificates: tuple[str, ...] = ()
 
     def get(self, keyid: str) -> TrustedKey | None:
         return next((k for k in self.keys if k.keyid == keyid), None)
@@ -150,74 +164,113 @@ class Keyring:
         """Key id -> public key of every key that is not revoked."""
         return {k.keyid: k.public_key for k in self.keys if self.revocation(k.keyid) is None}
 
-    def merged(self, other: Keyring) -> Keyring:
-        known = {k.keyid for k in self.keys}
+    def merged(self, other: Keyring, *, prefer_other: bool = False) -> Keyring:
+        """Both rings; on a key id in both, this ring's key wins unless `prefer_other`."""
+        if prefer_other:
+            theirs = {k.keyid for k in other.keys}
+            keys = tuple(k for k in self.keys if k.keyid not in theirs) + other.keys
+        else:
+            known = {k.keyid for k in self.keys}
+            keys = self.keys + tuple(k for k in other.keys if k.keyid not in known)
         return Keyring(
-            keys=self.keys + tuple(k for k in other.keys if k.keyid not in known),
+            keys=keys,
             revoked=self.revoked + other.revoked,
+            roots=self.roots + tuple(r for r in other.roots if r not in self.roots),
+            certificates=self.certificates
+            + tuple(c for c in other.certificates if c not in self.certificates),
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "version": 1,
             "keys": [k.to_json() for k in self.keys],
             "revoked": [r.to_json() for r in self.revoked],
+            "certificates": [json.loads(c) for c in self.certificates],
         }
+        if self.roots:
+            out["roots"] = [k.to_json() for k in self.roots]
+        return out
 
     @classmethod
-    def from_json(cls, data: object, where: str, *, production: bool) -> Keyring:
-        if not isinstance(data, dict) or not isinstance(data.get("keys", []), list):
+    def from_json(cls, data: object, where: str, *, shipped: bool) -> Keyring:
+        """A keyring file.  Only the shipped one may hold roots; its keys are roots.
+
+        In a local file, `keys` are evaluation keys (never production, whatever the file
+        says) and `roots` are ignored: a customer cannot add a root.
+        """
+        if not isinstance(data, dict) or not all(
+            isinstance(data.get(k, []), list) for k in ("keys", "roots", "revoked", "certificates")
+        ):
             raise LicenseInvalid(f"{where}: expected {{'keys': [...], 'revoked': [...]}}")
-        keys = tuple(
-            replace(TrustedKey.from_json(k, f"{where} key {i}"), production=production)
-            for i, k in enumerate(data.get("keys", []))
-        )
+
+        def entries(name: str) -> tuple[TrustedKey, ...]:
+            return tuple(
+                replace(TrustedKey.from_json(k, f"{where} {name} {i}"), production=shipped)
+                for i, k in enumerate(data.get(name, []))
+            )
+
         revoked = tuple(
             Revocation(str(r["keyid"]), str(r.get("revoked_at", "")), str(r.get("reason", "")))
             for r in data.get("revoked", [])
             if isinstance(r, dict) and "keyid" in r
         )
-        return cls(keys, revoked)
+        if shipped:
+            return cls(roots=entries("roots"), revoked=revoked)
+        certs = tuple(json.dumps(c, sort_keys=True) for c in data.get("certificates", []))
+        return cls(keys=entries("keys"), revoked=revoked, certificates=certs)
 
 
 def shipped_keyring() -> Keyring:
-    """The production keyring inside the package (public keys only)."""
+    """The release keyring inside the package: the vendor's root public keys."""
     text = resources.files("luminal.licensing").joinpath("keyring.json").read_text()
-    return Keyring.from_json(json.loads(text), "shipped keyring", production=True)
+    return Keyring.from_json(json.loads(text), "shipped keyring", shipped=True)
 
 
 def local_keyring(path: Path) -> Keyring:
-    """Keys trusted and revoked by explicit local setting; empty if the file is absent."""
+    """Keys, certificates and revocations of the local trust file; empty if it is absent."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         return Keyring()
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise LicenseInvalid(f"{path}: unreadable trusted-keys file ({err})") from None
-    return Keyring.from_json(data, str(path), production=False)
+    return Keyring.from_json(data, str(path), shipped=False)
 
 
 def load_keyring(trusted_keys_file: Path) -> Keyring:
-    """The shipped production keyring plus the local trust setting."""
-    return shipped_keyring().merged(local_keyring(trusted_keys_file))
+    """The shipped roots, the local trust setting, and the keys its certificates certify."""
+    from luminal.licensing.chain import with_certificates
+
+    ring = shipped_keyring().merged(local_keyring(trusted_keys_file))
+    return with_certificates(ring, tuple(json.loads(c) for c in ring.certificates))
+
+
+def _write(path: Path, ring: Keyring) -> Keyring:
+    write_atomic(path, (json.dumps(ring.to_json(), indent=2) + "\n").encode())
+    return ring
 
 
 def trust_locally(path: Path, key: TrustedKey) -> Keyring:
-    """Add `key` (as a non-production key) to the local trust file."""
+    """Add `key` as an evaluation key (never production) to the local trust file."""
     ring = local_keyring(path)
     keys = tuple(k for k in ring.keys if k.keyid != key.keyid)
-    new = Keyring((*keys, replace(key, production=False)), ring.revoked)
-    write_atomic(path, (json.dumps(new.to_json(), indent=2) + "\n").encode())
-    return new
+    return _write(path, replace(ring, keys=(*keys, replace(key, production=False))))
+
+
+def store_certificate(path: Path, certificate: object) -> Keyring:
+    """Add a root certificate (verified by the caller) to the local trust file."""
+    ring = local_keyring(path)
+    text = json.dumps(certificate, sort_keys=True)
+    if text in ring.certificates:
+        return ring
+    return _write(path, replace(ring, certificates=(*ring.certificates, text)))
 
 
 def revoke_locally(path: Path, revocation: Revocation) -> Keyring:
     """Add `revocation` to the local trust file (it applies to shipped keys as well)."""
     ring = local_keyring(path)
     revoked = tuple(r for r in ring.revoked if r.keyid != revocation.keyid)
-    new = Keyring(ring.keys, (*revoked, revocation))
-    write_atomic(path, (json.dumps(new.to_json(), indent=2) + "\n").encode())
-    return new
+    return _write(path, replace(ring, revoked=(*revoked, revocation)))
 
 
 def public_key_file(key: TrustedKey) -> bytes:

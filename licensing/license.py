@@ -19,6 +19,8 @@ from luminal.licensing.timeutil import from_iso, to_iso
 SCHEMA = "luminal.license/v1"
 FEATURES = ("compile", "bench", "report", "meter")
 BILLING_BASIS = "speedup_lower_confidence_bound"
+#: Longer grace would be a second expiry date nobody reviews (and overflows datetimes).
+MAX_GRACE_DAYS = 365
 _TARGET = re.compile(r"^[a-z0-9][a-z0-9_.-]*(:[a-z0-9][a-z0-9_.-]*)?$")
 
 
@@ -225,19 +227,30 @@ class LicenseClaims:
     binding: Binding
     metering: Metering
     evaluation: bool = False
+    #: The root certificate of the signing key (DSSE envelope as JSON text), "" if none:
+    #: it travels with the license so an install needs no separate trust step.
+    signer_certificate: str = ""
 
     def __post_init__(self) -> None:
         if self.expires_at <= self.not_before:
             raise LicenseInvalid(f"license {self.license_id}: expires_at is not after not_before")
-        if self.grace_days < 0:
-            raise LicenseInvalid(f"license {self.license_id}: grace_days must be >= 0")
+        if not 0 <= self.grace_days <= MAX_GRACE_DAYS:
+            raise LicenseInvalid(
+                f"license {self.license_id}: grace_days must be in 0..{MAX_GRACE_DAYS}"
+            )
 
     @property
     def grace_ends(self) -> datetime:
         return self.expires_at + timedelta(days=self.grace_days)
 
     def to_json(self) -> dict[str, object]:
+        cert: dict[str, object] = (
+            {"signer_certificate": json.loads(self.signer_certificate)}
+            if self.signer_certificate
+            else {}
+        )
         return {
+            **cert,
             "schema": SCHEMA,
             "license_id": self.license_id,
             "licensee": self.licensee.to_json(),
@@ -273,6 +286,16 @@ class LicenseClaims:
                 binding=Binding.from_json(d.get("binding")),
                 metering=Metering.from_json(d.get("metering", {})),
                 evaluation=bool(d.get("evaluation", False)),
+                signer_certificate=certificate_text(d.get("signer_certificate")),
             )
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:
             raise LicenseInvalid(f"license: malformed field ({err})") from None
+
+
+def certificate_text(data: object) -> str:
+    """The embedded certificate as canonical JSON text ("" when absent)."""
+    if data is None:
+        return ""
+    if not isinstance(data, dict):
+        raise LicenseInvalid("license.signer_certificate: expected a DSSE envelope object")
+    return json.dumps(data, sort_keys=True)

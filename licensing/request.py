@@ -17,7 +17,7 @@ from luminal._version import __version__
 from luminal.errors import IntegrityError, LicenseInvalid, SignatureInvalid
 from luminal.licensing import dsse
 from luminal.licensing.identity import InstallIdentity
-from luminal.licensing.keys import decode_public, key_id
+from luminal.licensing.keys import decode_public, encode_public, key_id
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
 
 SCHEMA = "luminal.activation-request/v1"
@@ -65,10 +65,9 @@ class ActivationRequest:
 
 def make_request(identity: InstallIdentity, now: datetime | None = None) -> dsse.Envelope:
     """A fresh request (new nonce) for this install, signed by its key."""
-    info = identity.public_json()
     req = ActivationRequest(
         install_keyid=identity.keyid,
-        install_public_key=info["public_key"],
+        install_public_key=encode_public(identity.public_key),
         fingerprint=identity.fingerprint,
         host=platform.node(),
         created_at=now or utcnow(),

@@ -13,13 +13,14 @@ from typing import Any
 from luminal.errors import LicenseError, LicenseMissing
 from luminal.licensing import clock
 from luminal.licensing.enforce import check, verify_license
+from luminal.licensing.evaluation import TERMS_NOTE
 from luminal.licensing.home import Home
 from luminal.licensing.identity import load_or_create
 from luminal.licensing.keys import Keyring, TrustedKey, load_keyring
 from luminal.licensing.license import LicenseClaims
 from luminal.licensing.timeutil import to_iso
 
-PRODUCTION = "production key (shipped keyring)"
+PRODUCTION = "production key (certified by a vendor root)"
 NOT_PRODUCTION = "NOT a production key, trusted by local setting"
 
 
@@ -38,6 +39,7 @@ def describe(
         "warnings": [],
         "license": None,
         "signer": None,
+        "evaluation": False,
     }
     claims: LicenseClaims | None = None
     signer: TrustedKey | None = None
@@ -58,12 +60,19 @@ def describe(
                 pass
     if claims is not None:
         out["license"] = claims.to_json()
+        eval_terms = claims.evaluation or (signer is not None and not signer.production)
+        out["evaluation"] = eval_terms
+        out["terms"] = TERMS_NOTE if eval_terms else "production"
     if signer is not None:
         out["signer"] = {
             "keyid": signer.keyid,
             "production": signer.production,
             "trust": PRODUCTION if signer.production else NOT_PRODUCTION,
-            "trusted_by": "shipped keyring" if signer.production else str(home.trusted_keys),
+            "trusted_by": (
+                f"certified by root {signer.certified_by}"
+                if signer.production
+                else str(home.trusted_keys)
+            ),
             "valid": signer.window(),
         }
     last = clock.read(home).last_seen

@@ -21,10 +21,25 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
 from luminal.licensing import dsse
+from luminal.licensing.chain import Certificate, KeyPurpose, certify, with_certificates
 from luminal.licensing.home import Home
 from luminal.licensing.identity import InstallIdentity
-from luminal.licensing.keys import Keyring, Revocation, TrustedKey, private_pem, public_key_file
-from luminal.licensing.license import Binding, Entitlements, Licensee, Metering, Pricing
+from luminal.licensing.keys import (
+    Keyring,
+    Revocation,
+    TrustedKey,
+    encode_public,
+    private_pem,
+    public_key_file,
+)
+from luminal.licensing.license import (
+    Binding,
+    Entitlements,
+    Licensee,
+    Metering,
+    Pricing,
+    certificate_text,
+)
 from luminal.licensing.request import make_request, read_request
 from luminal.licensing.timeutil import utcnow
 from luminal_vendor.cli import app as vendor_app
@@ -54,25 +69,64 @@ def make_terms(
 
 @dataclass
 class Vendor:
-    """A vendor signing key in `folder` (vendor.key + vendor.pub.json), as keygen writes."""
+    """A test vendor: its own ROOT, and a signing key in `folder` that the root certified
+    (vendor.key + vendor.pub.json + vendor.cert.json, as keygen and certify write them).
+
+    Installs trust the root only where a test says so (`release_keyring()`, or the
+    `vendor_root` fixture, which stands it in for the shipped keyring); elsewhere the key
+    is trusted by local evaluation setting, as before the chain existed.
+    """
 
     folder: Path
     signer: Signer
     public: TrustedKey
+    root: Ed25519PrivateKey
+    root_public: TrustedKey
 
     @classmethod
-    def create(cls, folder: Path, name: str = "vendor") -> Vendor:
+    def create(
+        cls,
+        folder: Path,
+        name: str = "vendor",
+        *,
+        not_before: datetime | None = None,
+        not_after: datetime | None = None,
+    ) -> Vendor:
         folder.mkdir(parents=True, exist_ok=True)
         key = Ed25519PrivateKey.generate()
-        signer = Signer(key)
+        root = Ed25519PrivateKey.generate()
         now = utcnow()
-        public = signer.public(
-            not_before=now - timedelta(days=30), not_after=now + timedelta(days=3650)
+        lo = not_before or now - timedelta(days=30)
+        hi = not_after or now + timedelta(days=3650)
+        public = Signer(key).public(not_before=lo, not_after=hi)
+        root_public = Signer(root).public(
+            not_before=now - timedelta(days=3650), not_after=now + timedelta(days=3650)
         )
+        cert = Certificate(
+            public.keyid,
+            encode_public(key.public_key()),
+            lo,
+            hi,
+            KeyPurpose.LICENSE_SIGNING,
+            lo,
+        )
+        envelope = certify(root, cert)
         (folder / f"{name}.key").write_bytes(private_pem(key))
         (folder / f"{name}.key").chmod(0o600)
         (folder / f"{name}.pub.json").write_bytes(public_key_file(public))
-        return cls(folder, signer, public)
+        (folder / f"{name}.cert.json").write_bytes(envelope.dumps())
+        signer = Signer(key, certificate_text(envelope.to_json()))
+        return cls(
+            folder, signer, replace(public, certified_by=root_public.keyid), root, root_public
+        )
+
+    @property
+    def cert_path(self) -> Path:
+        return self.folder / "vendor.cert.json"
+
+    def release_keyring(self) -> Keyring:
+        """What a release shipping this vendor's root would hold."""
+        return Keyring(roots=(self.root_public,))
 
     @property
     def key_path(self) -> Path:
@@ -83,8 +137,13 @@ class Vendor:
         return self.folder / "vendor.pub.json"
 
     def keyring(self, *, production: bool = True, revoked: bool = False) -> Keyring:
+        """The root (production: licenses carry the key's certificate), or the signing key
+        alone as a locally trusted evaluation key."""
         revs = (Revocation(self.public.keyid, "2025-06-01", "test compromise"),) if revoked else ()
-        return Keyring((replace(self.public, production=production),), revs)
+        if production:
+            ring = Keyring(revoked=revs, roots=(self.root_public,))
+            return with_certificates(ring, (json.loads(self.cert_path.read_bytes()),))
+        return Keyring((replace(self.public, production=False, certified_by=""),), revs)
 
     def license_for(
         self,

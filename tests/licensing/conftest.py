@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from luminal.licensing import keys
 from luminal.licensing.home import Home
 from tests.helpers.licensing_helpers import Vendor
 
@@ -30,3 +31,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
 @pytest.fixture
 def vendor(tmp_path: Path) -> Vendor:
     return Vendor.create(tmp_path / "vendor")
+
+
+@pytest.fixture
+def vendor_root(vendor: Vendor, monkeypatch: pytest.MonkeyPatch) -> Vendor:
+    """The test vendor's root stands in for the shipped release keyring (what a release
+    built by that vendor would ship), so the CLI verifies the chain end to end."""
+    monkeypatch.setattr(keys, "shipped_keyring", vendor.release_keyring)
+    return vendor

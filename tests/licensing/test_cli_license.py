@@ -20,12 +20,13 @@ from tests.helpers.licensing_helpers import (
 
 
 @pytest.fixture
-def trusted(cli, vendor: Vendor) -> Vendor:
-    """The test vendor's key, trusted by explicit local setting (an evaluation key)."""
-    rc, out, err = cli("license", "trust", vendor.pub_path, "--evaluation")
+def trusted(cli, vendor_root: Vendor) -> Vendor:
+    """The test vendor's signing key, certified by its root (the stand-in release root)."""
+    rc, out, err = cli("license", "trust", vendor_root.cert_path)
     assert rc == 0, err
-    assert f"trusting key {vendor.public.keyid}" in out and "NOT a production key" in out
-    return vendor
+    assert f"trusting key {vendor_root.public.keyid}" in out
+    assert f"certified by root {vendor_root.root_public.keyid}" in out
+    return vendor_root
 
 
 def _request(cli, tmp_path: Path) -> Path:

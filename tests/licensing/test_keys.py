@@ -17,12 +17,14 @@ from luminal.licensing.keys import (
 from tests.helpers.licensing_helpers import Vendor
 
 
-def test_shipped_keyring_holds_only_public_production_keys() -> None:
+def test_shipped_keyring_holds_only_public_root_keys() -> None:
     text = resources.files("luminal.licensing").joinpath("keyring.json").read_text()
-    assert "PRIVATE" not in text and "private" not in json.loads(text)["keys"][0]
+    data = json.loads(text)
+    assert "PRIVATE" not in text and "private" not in data["roots"][0]
     ring = shipped_keyring()
-    assert ring.keys and all(k.production for k in ring.keys)
-    key = ring.keys[0]
+    # roots certify signing keys; they are never license signers themselves
+    assert ring.roots and all(k.production for k in ring.roots) and ring.keys == ()
+    key = ring.roots[0]
     assert key.valid_at(datetime(2026, 1, 1, tzinfo=UTC))
     assert not key.valid_at(datetime(2024, 1, 1, tzinfo=UTC))
 
@@ -37,7 +39,7 @@ def test_local_trust_adds_non_production_keys_and_revocations(home, vendor: Vend
     assert home.trusted_keys.stat().st_mode & 0o777 == 0o600
     assert vendor.public.keyid in ring.public_keys()
 
-    shipped = shipped_keyring().keys[0].keyid
+    shipped = shipped_keyring().roots[0].keyid
     revoke_locally(home.trusted_keys, Revocation(shipped, "2026-01-01", "rotated"))
     ring = load_keyring(home.trusted_keys)
     assert ring.revocation(shipped) is not None

@@ -97,3 +97,35 @@ def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).parent / "luminal-vendor"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
     assert "serve" in out and "verify-report" in out
+
+
+def test_root_keygen_certify_issue_is_a_production_chain(cli, tmp_path: Path, monkeypatch) -> None:
+    """The vendor's steps: a root, a signing key, its certificate, then licenses carrying it."""
+    from luminal.licensing import keys
+
+    root, signing = tmp_path / "offline" / "root", tmp_path / "keys" / "vendor-2026"
+    assert vendor_cli("root-keygen", "-o", root)[0] == 0
+    rc, out, err = vendor_cli("keygen", "-o", signing)
+    assert rc == 0 and "not certified" in out, err
+    rc, out, err = vendor_cli("certify", f"{signing}.pub.json", "--root-key", f"{root}.key")
+    assert rc == 0, err
+    assert Path(f"{signing}.cert.json").exists() and "certified for" in out
+    lic = tmp_path / "license.json"
+    rc, _, err = vendor_cli(
+        "issue", "-k", f"{signing}.key", "--floating", "--licensee", "acme", "-o", lic
+    )
+    assert rc == 0, err
+    # a release shipping this root
+    root_key = read_public_key_file(Path(f"{root}.pub.json"))
+    monkeypatch.setattr(keys, "shipped_keyring", lambda: keys.Keyring(roots=(root_key,)))
+    rc, out, err = cli("license", "install", lic)
+    assert rc == 0, err
+    assert "(commercial)" in out and "(production key)" in out
+    # a certificate for another key is refused when the signer loads it
+    other = tmp_path / "keys" / "other"
+    assert vendor_cli("keygen", "-o", other)[0] == 0
+    Path(f"{other}.cert.json").write_bytes(Path(f"{signing}.cert.json").read_bytes())
+    rc, _, err = vendor_cli(
+        "issue", "-k", f"{other}.key", "--floating", "--licensee", "a", "-o", lic
+    )
+    assert rc == 2 and "is for key" in err

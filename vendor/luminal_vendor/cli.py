@@ -1,11 +1,18 @@
 """`luminal-vendor`: the vendor's tool.  Keys, licenses, activation, report checks, service.
 
+    luminal-vendor root-keygen -o offline/root-2025         # once; its .pub.json goes in keyring.json
     luminal-vendor keygen -o keys/vendor-2025
+    luminal-vendor certify keys/vendor-2025.pub.json --root-key offline/root-2025.key
     luminal-vendor issue -k keys/vendor-2025.key --terms acme.json --floating -o acme.license.json
     luminal-vendor activate request.json -k keys/vendor-2025.key --terms acme.json -o license.json
     luminal-vendor verify-report report.json --license license.json
     luminal-vendor licensee add acme --terms acme.json --max-installs 4 --db sqlite:///vendor.db
     luminal-vendor serve -k keys/vendor-2025.key --db sqlite:///vendor.db --port 8443
+    luminal-vendor clock-reset reset-request.json -k keys/vendor-2025.key -o token.json
+
+A signing key signs production licenses once `certify` has written `PREFIX.cert.json` beside
+`PREFIX.key`; without it, its licenses install only where the key is trusted locally for
+evaluation (`luminal license trust KEY.pub.json --evaluation`), as evaluation licenses.
 
 Errors are one line on stderr with luminal's exit codes (2 usage, 3 license, 4 integrity).
 """
@@ -23,9 +30,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.core import TyperGroup
 
 from luminal.errors import IntegrityError, LuminalError, UsageError
-from luminal.licensing import dsse
+from luminal.licensing import clockreset, dsse
+from luminal.licensing.chain import Certificate, KeyPurpose, certify
 from luminal.licensing.home import create_exclusive, read_file, write_atomic
-from luminal.licensing.keys import decode_public, key_id, private_pem, public_key_file
+from luminal.licensing.keys import (
+    decode_public,
+    encode_public,
+    key_id,
+    load_private,
+    private_pem,
+    public_key_file,
+    read_public_key_file,
+)
 from luminal.licensing.license import (
     Binding,
     Entitlements,
@@ -37,7 +53,14 @@ from luminal.licensing.license import (
 from luminal.licensing.pricing import to_decimal
 from luminal.licensing.request import load_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
-from luminal_vendor.issuer import Signer, Terms, bind_to, issue
+from luminal_vendor.issuer import (
+    Signer,
+    Terms,
+    bind_to,
+    certificate_path,
+    clock_reset_token,
+    issue,
+)
 
 
 class _Group(TyperGroup):
@@ -153,6 +176,21 @@ def _write_license(
     return claims
 
 
+def _new_key(output: Path, valid_days: int, what: str) -> Ed25519PrivateKey:
+    """PREFIX.key (private, 0600, never overwritten) and PREFIX.pub.json with a window."""
+    key = Ed25519PrivateKey.generate()
+    path = Path(f"{output}.key")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not create_exclusive(path, private_pem(key)):
+        raise UsageError(f"{path}: exists; refusing to overwrite a {what}")
+    now = utcnow()
+    public = Signer(key).public(
+        not_before=now - timedelta(days=1), not_after=now + timedelta(days=valid_days)
+    )
+    write_atomic(Path(f"{output}.pub.json"), public_key_file(public), mode=0o644)
+    return key
+
+
 @app.command()
 def keygen(
     output: Annotated[
@@ -160,18 +198,76 @@ def keygen(
     ],
     valid_days: Annotated[int, typer.Option(help="Key signs licenses for N days.")] = 5 * 365,
 ) -> None:
-    """Make a vendor signing key: PREFIX.key (private, 0600) and PREFIX.pub.json (public)."""
-    key = Ed25519PrivateKey.generate()
-    path = Path(f"{output}.key")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not create_exclusive(path, private_pem(key)):
-        raise UsageError(f"{path}: exists; refusing to overwrite a signing key")
-    now = utcnow()
-    public = Signer(key).public(
-        not_before=now - timedelta(days=1), not_after=now + timedelta(days=valid_days)
+    """Make a signing key: PREFIX.key (private, 0600) and PREFIX.pub.json (to be certified).
+
+    Until `certify` writes PREFIX.cert.json, the key signs only evaluation licenses for
+    installs that trust it locally (`luminal license trust PREFIX.pub.json --evaluation`).
+    """
+    key = _new_key(output, valid_days, "signing key")
+    typer.echo(
+        f"key {key_id(key.public_key())}: private {output}.key, public {output}.pub.json "
+        f"(not certified: run `luminal-vendor certify {output}.pub.json --root-key ROOT.key`)"
     )
-    write_atomic(Path(f"{output}.pub.json"), public_key_file(public), mode=0o644)
-    typer.echo(f"key {key_id(key.public_key())}: private {path}, public {output}.pub.json")
+
+
+@app.command("root-keygen")
+def root_keygen(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Path prefix: PREFIX.key, PREFIX.pub.json.")
+    ],
+    valid_days: Annotated[int, typer.Option(help="Root certifies keys for N days.")] = 10 * 365,
+) -> None:
+    """Make the vendor ROOT key: it only certifies signing keys; keep PREFIX.key offline.
+
+    PREFIX.pub.json is the entry for the release keyring (`licensing/keyring.json` "roots").
+    """
+    key = _new_key(output, valid_days, "root key")
+    typer.echo(
+        f"root {key_id(key.public_key())}: private {output}.key (keep it offline), public "
+        f"{output}.pub.json (add it to the release keyring's roots)"
+    )
+
+
+@app.command("certify")
+def certify_cmd(
+    public_key: Annotated[Path, typer.Argument(help="The signing key's PREFIX.pub.json.")],
+    root_key: Annotated[Path, typer.Option("--root-key", help="The root private key (PEM).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Default: PREFIX.cert.json beside it.")
+    ] = None,
+    not_before: NotBeforeOpt = None,
+    not_after: Annotated[
+        str | None, typer.Option("--not-after", help="ISO time (default: the key file's).")
+    ] = None,
+) -> None:
+    """The root certifies a signing key for a window (default: the window in its .pub.json)."""
+    key = read_public_key_file(public_key)
+    now = utcnow()
+    lo = from_iso(not_before, "--not-before") if not_before else key.not_before or now
+    hi = from_iso(not_after, "--not-after") if not_after else key.not_after
+    if hi is None:
+        raise UsageError(f"{public_key} has no not_after: give --not-after")
+    cert = Certificate(
+        key.keyid, encode_public(key.public_key), lo, hi, KeyPurpose.LICENSE_SIGNING, now
+    )
+    envelope = certify(load_private(root_key), cert)
+    name = public_key.name.removesuffix(".pub.json").removesuffix(".json")
+    out = output or certificate_path(public_key.with_name(f"{name}.key"))
+    write_atomic(out, envelope.dumps(), mode=0o644)
+    typer.echo(f"{out}: key {key.keyid} certified for {to_iso(lo)} .. {to_iso(hi)}")
+
+
+@app.command("clock-reset")
+def clock_reset_cmd(
+    request: Annotated[Path, typer.Argument(help="From `luminal license clock-reset-request`.")],
+    signing_key: SigningKey,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the token.")],
+) -> None:
+    """Answer an install's clock reset request with a token carrying the vendor's time."""
+    req = clockreset.read_request(read_file(request, "request"), str(request))
+    token = clock_reset_token(req, Signer.load(signing_key))
+    write_atomic(output, token.dumps(), mode=0o644)
+    typer.echo(f"{output}: clock reset token for install {req.install_keyid}")
 
 
 @app.command("issue")

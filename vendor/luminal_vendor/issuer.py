@@ -1,4 +1,11 @@
-"""Issuing licenses: a licensee's terms, a vendor signing key, and a binding -> signed license."""
+"""Issuing licenses: a licensee's terms, a vendor signing key, and a binding -> signed license.
+
+A signing key `PREFIX.key` is production once the root has certified it: `luminal-vendor
+certify` writes `PREFIX.cert.json` beside it, and every license (and clock reset token) the
+key signs carries that certificate, so installs verify it against the roots they ship.  A
+key without a certificate can only sign for installs that trust it locally, as an
+evaluation key.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from luminal.errors import LicenseInvalid, UsageError
 from luminal.licensing import dsse
+from luminal.licensing.chain import parse_certificate
+from luminal.licensing.clockreset import TOKEN_TYPE, ResetRequest, token_payload
 from luminal.licensing.keys import TrustedKey, key_id, load_private
 from luminal.licensing.license import (
     Binding,
@@ -20,6 +29,7 @@ from luminal.licensing.license import (
     Licensee,
     Metering,
     Pricing,
+    certificate_text,
 )
 from luminal.licensing.request import ActivationRequest
 from luminal.licensing.timeutil import utcnow
@@ -82,11 +92,19 @@ class Terms:
         return cls.from_json(data, f"terms {path}")
 
 
+def certificate_path(key_path: Path) -> Path:
+    """Where a signing key's root certificate lives: `PREFIX.cert.json` beside `PREFIX.key`."""
+    key_path = Path(key_path)
+    stem = key_path.name[: -len(".key")] if key_path.name.endswith(".key") else key_path.name
+    return key_path.with_name(f"{stem}.cert.json")
+
+
 @dataclass(frozen=True)
 class Signer:
-    """The vendor's license-signing key."""
+    """The vendor's license-signing key, and its root certificate (JSON text, "" if none)."""
 
     private_key: Ed25519PrivateKey
+    certificate: str = ""
 
     @property
     def keyid(self) -> str:
@@ -94,7 +112,19 @@ class Signer:
 
     @classmethod
     def load(cls, path: Path) -> Signer:
-        return cls(load_private(path))
+        """The key at `path` and, if present, its certificate beside it (which must match)."""
+        key = load_private(path)
+        cert_file = certificate_path(path)
+        try:
+            data = json.loads(cert_file.read_text())
+        except FileNotFoundError:
+            return cls(key)
+        except (OSError, ValueError) as err:
+            raise UsageError(f"certificate {cert_file}: not JSON ({err})") from None
+        _, cert = parse_certificate(data)
+        if cert.keyid != key_id(key.public_key()):
+            raise UsageError(f"certificate {cert_file} is for key {cert.keyid}, not {path}")
+        return cls(key, certificate_text(data))
 
     def public(self, **window: object) -> TrustedKey:
         return TrustedKey(self.keyid, self.private_key.public_key(), **window)  # type: ignore[arg-type]
@@ -141,5 +171,14 @@ def issue(
         binding=binding,
         metering=terms.metering,
         evaluation=terms.evaluation,
+        signer_certificate=signer.certificate,
     )
     return claims, signer.sign(dsse.LICENSE_TYPE, claims.payload())
+
+
+def clock_reset_token(
+    request: ResetRequest, signer: Signer, now: datetime | None = None
+) -> dsse.Envelope:
+    """The vendor's answer to a clock reset request: this install, its nonce, the vendor's time."""
+    payload = token_payload(request, now or utcnow(), signer.certificate)
+    return signer.sign(TOKEN_TYPE, payload)
