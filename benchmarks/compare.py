@@ -206,12 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     budget = DEFAULT_BUDGET_SECONDS if args.budget is None else parse_budget(args.budget)
     # Same thread count for every arm: luminal's pool reads this when it first runs.
     os.environ["LUMINAL_NUM_THREADS"] = str(args.threads)
+    from benchmarks.licensed import licensed
+
     results = []
-    for name in args.models.split(","):
-        print(f"measuring {name} ...", file=sys.stderr)
-        results.append(
-            measure(name, args.duration, args.min_rounds, args.threads, args.seed, budget)
-        )
+    with licensed():  # compile_model is the license gate
+        for name in args.models.split(","):
+            print(f"measuring {name} ...", file=sys.stderr)
+            results.append(
+                measure(name, args.duration, args.min_rounds, args.threads, args.seed, budget)
+            )
     table = markdown(results)
     print(table)
     if args.json:

@@ -263,14 +263,23 @@ def main(argv: list[str] | None = None) -> int:
     models = (args.models or ("mlp" if args.dry_run else ",".join(SUITE_NAMES))).split(",")
     try:
         device = "cpu" if args.dry_run else require_gpu()
+        from benchmarks.licensed import licensed
+
         results = []
-        for name in models:
-            print(f"gpu_check: {name} ...", file=sys.stderr)
-            results.append(
-                measure(
-                    name, args.duration, args.min_rounds, args.seed, device, args.dry_run, budget
+        with licensed(("cuda",)):  # compile_model is the license gate
+            for name in models:
+                print(f"gpu_check: {name} ...", file=sys.stderr)
+                results.append(
+                    measure(
+                        name,
+                        args.duration,
+                        args.min_rounds,
+                        args.seed,
+                        device,
+                        args.dry_run,
+                        budget,
+                    )
                 )
-            )
     except NoGpu as err:
         print(f"gpu_check: {err}", file=sys.stderr)
         return NO_GPU

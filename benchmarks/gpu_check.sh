@@ -50,7 +50,8 @@ fi
 py=$venv/bin/python
 mkdir -p "$venv/src"
 ln -sfn "$root" "$venv/src/luminal"
-export PYTHONPATH=$venv/src${PYTHONPATH:+:$PYTHONPATH}
+# vendor/: the evaluation license the check makes for itself when none is installed
+export PYTHONPATH=$venv/src:$root/vendor${PYTHONPATH:+:$PYTHONPATH}
 cd "$root"
 
 text=$("$py" -m benchmarks.gpu_check --print-missing "${dry_run[@]}") ||

@@ -103,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     cpu = detect_cpu()
     flags, _ = toolchain.feature_flags(cpu)
     machine = costmodel.calibrate(toolchain.find_toolchain(), flags, cpu.logical_cores)
+    from benchmarks.licensed import licensed
+
     rows = []
-    for name in args.models.split(","):
-        print(f"measuring {name} ...", file=sys.stderr)
-        rows.append(measure(name, budget, args.seconds, machine))
+    with licensed():  # compile_model is the license gate
+        for name in args.models.split(","):
+            print(f"measuring {name} ...", file=sys.stderr)
+            rows.append(measure(name, budget, args.seconds, machine))
     print(markdown(rows, machine))
     if args.json:
         args.json.write_text(json.dumps({"machine": machine.__dict__, "results": rows}, indent=2))

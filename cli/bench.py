@@ -176,7 +176,10 @@ def _pairs(items: list[str] | None) -> dict[str, str]:
 
 
 def _pricing(status: licensing.LicenseStatus, price: str | None) -> dict[str, str] | None:
+    """The report's terms; `terms` says whether they are billable (a production license)
+    or evaluation terms (a locally trusted key's license, or a price from the command line)."""
     p = status.claims.pricing
+    terms = "evaluation" if status.evaluation else "production"
     if price is not None:
         return {
             "price_per_hour": str(to_decimal(price, "--price-per-hour")),
@@ -184,6 +187,7 @@ def _pricing(status: licensing.LicenseStatus, price: str | None) -> dict[str, st
             "currency": p.currency,
             "device_class": TARGET,
             "source": "--price-per-hour",
+            "terms": "evaluation",
         }
     book = p.price(TARGET)
     if book is None:
@@ -194,4 +198,5 @@ def _pricing(status: licensing.LicenseStatus, price: str | None) -> dict[str, st
         "currency": p.currency,
         "device_class": TARGET,
         "source": f"license {status.claims.license_id}",
+        "terms": terms,
     }

@@ -77,6 +77,7 @@ def test_compile_first_bench_with_both_scenarios(cli, models, tmp_path: Path) ->
     assert p["audit"]["test04"]["runs"] == 100 and p["audit"]["test01"]["samples"]
     # the license's price book has cpu at 0.10 USD/h, share 1/3
     assert p["pricing"]["price_per_hour"] == "0.10" and p["pricing"]["share"] == "1/3"
+    assert p["pricing"]["terms"] == "evaluation"  # the session license: a local evaluation key
     rc, stdout, err = cli("report", "verify", out, "--file", tmp_path / "a.lmnl")
     assert rc == 0 and "OK" in stdout, err
 
