@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,14 +88,13 @@ def run_bench(
     *,
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
-    authorize_compile: Callable[[], None] | None = None,
 ) -> BenchRun:
     for s in req.scenarios:
         if s not in SCENARIOS:
             raise UsageError(f"unknown scenario '{s}'; choose from {', '.join(SCENARIOS)}")
     conditions = environment.apply(req.threads, req.cpus)
     load_start = environment.load_average()
-    artifact, model = _artifact_and_model(req, authorize_compile, progress)
+    artifact, model = _artifact_and_model(req, progress)
     session = luminal.load(artifact)
     baseline, runner = open_baseline(
         req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings)
@@ -110,7 +109,7 @@ def run_bench(
     ]
     artifacts = [artifact]
     if "throughput" in req.scenarios:
-        tp, extra = _throughput(req, session, model, runner, sets, authorize_compile, progress)
+        tp, extra = _throughput(req, session, model, runner, sets, progress)
         scenarios.append(tp)
         artifacts.extend(extra)
     if "latency" not in req.scenarios:
@@ -217,7 +216,6 @@ def execute(
 
 def _artifact_and_model(
     req: BenchRequest,
-    authorize_compile: Callable[[], None] | None,
     progress: Progress | None,
 ) -> tuple[Path, Path]:
     target = req.target
@@ -242,7 +240,7 @@ def _artifact_and_model(
     check_model(req.baseline, req.model or target)  # before spending a compile
     work = req.work_dir or Path(".")
     artifact = work / f"{target.stem}.lmnl"
-    _compile(target, artifact, req.dims, authorize_compile, progress)
+    _compile(target, artifact, req.dims, progress)
     return artifact, req.model or target
 
 
@@ -250,14 +248,11 @@ def _compile(
     model: Path,
     out: Path,
     dims: Mapping[str, int],
-    authorize_compile: Callable[[], None] | None,
     progress: Progress | None,
 ) -> None:
     from luminal.compiler.frontend import load_model
     from luminal.compiler.pipeline import CompileOptions, compile_model
 
-    if authorize_compile:
-        authorize_compile()
     if progress:
         progress(f"compile {out.name}", 0.0)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -279,7 +274,6 @@ def _throughput(
     model: Path,
     runner: Arm,
     sets: inputs.InputSets,
-    authorize_compile: Callable[[], None] | None,
     progress: Progress | None,
 ) -> tuple[Scenario | Skipped, list[Path]]:
     base = _batch(session.inputs)
@@ -291,7 +285,7 @@ def _throughput(
     if batch == base:
         return Skipped("throughput", f"the throughput batch is the latency batch ({base})"), []
     out = (req.work_dir or Path(".")) / f"{model.stem}.b{batch}.lmnl"
-    _compile(model, out, {**req.dims, dim: batch}, authorize_compile, progress)
+    _compile(model, out, {**req.dims, dim: batch}, progress)
     big = luminal.load(out)
     sets_b = inputs.rebatch(sets, big.inputs)
     return Scenario("throughput", batch, runner, big.run, sets_b), [out]
