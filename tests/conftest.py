@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,16 @@ def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_home(licensed_home: Path) -> Iterator[None]:
+    """The evaluation home for the whole session, so module- and session-scoped fixtures
+    (which run before `_licensed`) build artifacts signed by the key the tests trust, and
+    never touch the real ~/.local/share/luminal."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LUMINAL_HOME", str(licensed_home))
+        yield
 
 
 @pytest.fixture(autouse=True)
