@@ -130,10 +130,10 @@ def read_artifact(
             names = {i.filename for i in infos}
             if MANIFEST not in names:
                 raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
-            text = z.read(MANIFEST)
+            text = _member(path, z, MANIFEST)
             manifest = _parse(path, text)
             _check_format(path, manifest)
-            signature = z.read(SIGNATURE) if SIGNATURE in names else None
+            signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
             provenance = verify(where, text, signature, store or TrustStore.load(), trust_unsigned)
             typed = Manifest.from_json(manifest, where)
             limits.check_manifest(where, typed, budget)
@@ -142,6 +142,15 @@ def read_artifact(
         # A damaged member fails the ZIP's own CRC before our hash: same verdict.
         raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
     return Artifact(typed, members, provenance)
+
+
+def _member(path: Path, z: zipfile.ZipFile, name: str) -> bytes:
+    """A member's bytes; its local header (which `check_zip` does not see) may still ask
+    for encryption or a ZIP feature `zipfile` lacks: refused like any damage."""
+    try:
+        return z.read(name)
+    except (RuntimeError, NotImplementedError) as err:
+        raise IntegrityError(f"{path}: member '{name}' cannot be read ({err})") from None
 
 
 def _parse(path: Path, text: bytes) -> Any:
@@ -164,7 +173,7 @@ def _read_members(path: Path, z: zipfile.ZipFile, listed: Any, names: set[str]) 
             raise IntegrityError(f"{path}: member '{name}' is missing")
         if info.get("bytes") != z.getinfo(name).file_size:
             raise IntegrityError(f"{path}: member '{name}' does not match its size in the manifest")
-        data = z.read(name)
+        data = _member(path, z, name)
         if len(data) != info.get("bytes") or sha256(data) != info.get("sha256"):
             raise IntegrityError(
                 f"{path}: member '{name}' does not match its SHA-256 in the manifest"

@@ -36,6 +36,8 @@ MANIFEST_BYTES = 16 * 2**20
 SIGNATURE_BYTES = 64 * 2**10
 MAX_RANK = 32
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+#: General-purpose flag bits no artifact uses: encrypted, patched data, strong encryption.
+_UNSUPPORTED_FLAGS = 0x1 | 0x20 | 0x40
 
 
 def memory_budget(meminfo: Path = Path("/proc/meminfo")) -> int:
@@ -81,6 +83,8 @@ def check_zip(
     total = stored = 0
     for info in infos:
         name, size, packed = info.filename, info.file_size, info.compress_size
+        if info.flag_bits & _UNSUPPORTED_FLAGS:
+            raise IntegrityError(f"{where}: member '{name}' is encrypted or patched")
         if info.compress_type not in _METHODS:
             raise IntegrityError(
                 f"{where}: member '{name}' uses compression method {info.compress_type}"

@@ -293,6 +293,11 @@ def _info(name: str, size: int, packed: int, method: int = zipfile.ZIP_DEFLATED)
     return info
 
 
+def _encrypted(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    info.flag_bits |= 0x1
+    return info
+
+
 @pytest.mark.parametrize(
     ("infos", "message"),
     [
@@ -308,6 +313,7 @@ def _info(name: str, size: int, packed: int, method: int = zipfile.ZIP_DEFLATED)
         ([_info("a", 1, 1), _info("a", 1, 1)], "appears twice"),
         ([_info(MANIFEST, 600, 600, zipfile.ZIP_STORED)], "allowed"),
         ([_info("w", 10, 10, zipfile.ZIP_BZIP2)], "compression method"),
+        ([_encrypted(_info("w", 10, 10, zipfile.ZIP_STORED))], "encrypted"),
         ([_info("w", 900, 900, zipfile.ZIP_STORED)], "more bytes than the file holds"),
     ],
 )

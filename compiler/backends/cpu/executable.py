@@ -2,12 +2,13 @@
 
 Opening checks, before any code is mapped, that the artifact was built for this
 machine's architecture and CPU features, loads the OpenBLAS it links (when a kernel
-calls it), opens the library from the verified bytes and checks the library's ABI and
-interface (`lum_interface()`: arena and weights bytes, each input's and output's dtype
-and element count) against the manifest, before the first run: `lum_run` trusts the
-buffers it is handed, so a manifest that disagrees with its library (an edited output
-shape, input shape or arena size) would be a write or read out of bounds.  `run` takes a fast path when every feed already is a
-contiguous array of the right shape and dtype (a tiny model runs in tens of
+calls it), opens the library from the verified bytes (signed, hashed: artifact/), then,
+before the first run, checks the library's ABI and its own interface (`lum_interface()`:
+arena and weights bytes, each input's and output's dtype and element count) against the
+manifest.  `lum_run` trusts the buffers it is handed, so a manifest that disagrees with
+its library (an edited output shape, input shape or arena size) would be a write or read
+out of bounds; it is an IntegrityError instead.  `run` takes a fast path when every feed
+already is a contiguous array of the right shape and dtype (a tiny model runs in tens of
 microseconds, so per-call Python matters), else the full input checks.
 """
 
