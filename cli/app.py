@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from luminal._version import __version__
 from luminal.cli import bench, devices, inspect, run
 from luminal.cli import compile as compile_command
+from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
 from luminal.cli.report import report_app
 from luminal.cli.tune_db import tune_db_app
@@ -78,6 +79,11 @@ app.command("devices")(devices.devices_cmd)
 app.command("bench")(bench.bench_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
+app.add_typer(
+    artifact_key_app,
+    name="artifact-key",
+    help="Keys whose signed artifacts this install runs: export, trust, list, untrust.",
+)
 app.add_typer(
     tune_db_app, name="tune-db", help="The search's tuning database: show, export, import, clear."
 )

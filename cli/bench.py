@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from luminal import licensing
-from luminal.cli.options import DimOption, JsonOption, parse_dims
+from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
 from luminal.licensing.pricing import to_decimal
@@ -81,6 +81,7 @@ def bench_cmd(
         typer.Option("--fail-below", help="Exit 1 when the speedup's lower bound is below this."),
     ] = None,
     dim: DimOption = None,
+    trust_unsigned: TrustUnsignedOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a compiled model against the baseline on the original model; sign a report.
@@ -136,6 +137,7 @@ def bench_cmd(
         baseline_settings=_pairs(baseline_opt),
         dims=parse_dims(dim),
         pricing=_pricing(status, price_per_hour),
+        trust_unsigned=trust_unsigned,
     )
     with Progress(
         TextColumn("{task.description:<28}"),

@@ -26,11 +26,13 @@ class Engine:
     _runner: Any
 
     @staticmethod
-    def open(path: Path, dims: Mapping[str, int], reference: bool) -> Engine:
+    def open(
+        path: Path, dims: Mapping[str, int], reference: bool, trust_unsigned: bool = False
+    ) -> Engine:
         if path.suffix.lower() == ".lmnl":
             if reference:
                 raise UsageError("--reference runs a model file; an artifact is already compiled")
-            session = load(path)
+            session = load(path, trust_unsigned=trust_unsigned)
             return Engine("compiled", session.inputs, Path(session.manifest.source.path), session)
         model = load_model(path, dims)
         if reference:

@@ -13,6 +13,14 @@ DimOption = Annotated[
     typer.Option("--dim", help="Bind a symbolic input dim, e.g. --dim batch=8 (repeatable)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+TrustUnsignedOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-unsigned",
+        help="Also load an artifact that is unsigned or signed by a key this install does "
+        "not trust (see `luminal artifact-key`); hashes and interface are still checked.",
+    ),
+]
 
 
 def parse_dims(pairs: list[str] | None) -> dict[str, int]:

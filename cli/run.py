@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from luminal.cli.engine import Engine
-from luminal.cli.options import DimOption, JsonOption, parse_dims
+from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.compiler.inputs import random_inputs, read_inputs
 from luminal.errors import InvalidResult, UsageError
 from luminal.references.oracle import ORACLES, run_oracle
@@ -60,6 +60,7 @@ def run_cmd(
         Path | None, typer.Option("--output-dir", "-o", help="Save each output as NAME.npy here.")
     ] = None,
     dim: DimOption = None,
+    trust_unsigned: TrustUnsignedOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Run a compiled artifact or a model and print its outputs; --compare checks them.
@@ -67,7 +68,9 @@ def run_cmd(
     A model file (.onnx, .pt2) is compiled for this CPU in a temporary folder and run, or
     with --reference run on the numpy reference interpreter.  For an artifact (.lmnl),
     --compare runs the oracle on the model file the artifact was compiled from.
-    Exit code 5 when --compare finds outputs outside tolerance.
+    Exit code 5 when --compare finds outputs outside tolerance; exit 4 when the artifact
+    fails a check (signature, hashes, interface), e.g. when it was built by an install
+    whose key this one does not trust (`luminal artifact-key trust`).
 
     Examples:
 
@@ -75,7 +78,7 @@ def run_cmd(
 
       luminal run model.onnx --reference --input inputs.npz -o outputs/
     """
-    engine = Engine.open(model, parse_dims(dim), reference)
+    engine = Engine.open(model, parse_dims(dim), reference, trust_unsigned)
     feeds = read_inputs(input, engine.inputs) if input else random_inputs(engine.inputs, seed)
     outputs = engine.run(feeds)
     parity = None

@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from luminal._version import __version__
-from luminal.compiler.artifact import MANIFEST, Manifest, Memory, SourceModel, write_artifact
+from luminal.compiler.artifact import (
+    MANIFEST,
+    Manifest,
+    Memory,
+    Signer,
+    SourceModel,
+    write_artifact,
+)
 from luminal.compiler.backends.protocol import Built, Request
 from luminal.compiler.backends.target import Target, resolve
 from luminal.compiler.check import CheckResult, CheckStatus, check_build
@@ -185,7 +192,8 @@ def check(job: Job) -> Job:
 
 def write(job: Job) -> Job:
     assert job.manifest is not None and job.built is not None
-    write_artifact(job.output, job.manifest, job.built.members)
+    # Signed by this install's key: a runtime maps only code its trusted keys vouch for.
+    write_artifact(job.output, job.manifest, job.built.members, signer=Signer.for_install())
     return job
 
 

@@ -38,8 +38,10 @@ def licensed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _licensed_session(licensed_home: Path) -> Iterator[None]:
-    """Session- and module-scoped fixtures that compile (they run before any test's own
-    fixtures), and subprocesses, find the evaluation home too."""
+    """The evaluation home for the whole session: session- and module-scoped fixtures
+    that compile (they run before any test's own fixtures) and subprocesses find its
+    license, the artifacts they build are signed by the key the tests trust, and nothing
+    touches the real ~/.local/share/luminal."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LUMINAL_HOME", str(licensed_home))
         yield

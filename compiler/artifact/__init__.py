@@ -1,4 +1,4 @@
-"""The `.lmnl` artifact: one file holding a manifest, the shared library and the weights.
+"""The `.lmnl` artifact: one file holding a manifest, its signature, the library and weights.
 
 It is a ZIP archive (members stored, not compressed) with
 
@@ -6,13 +6,19 @@ It is a ZIP archive (members stored, not compressed) with
                     backend's target record, inputs and outputs, memory plan, chosen
                     variants), the format version, and the SHA-256 and size of every
                     other member
+    manifest.sig    a DSSE envelope over manifest.json's bytes, signed by the building
+                    install's key (artifact/signing.py)
     ...             the backend's members; on the CPU `model.so` (entry point
                     `lum_run`), `weights.bin` (packed constants, 64-byte aligned) and
                     `model.c` (the generated source, for audit)
 
-`write_artifact` writes to a temporary file beside the target and renames it, so an
-artifact is either complete or absent.  `read_artifact` checks every hash before
-anything is used.
+`write_artifact` signs the manifest and writes to a temporary file beside the target and
+renames it, so an artifact is either complete or absent.  `read_artifact` trusts nothing
+it has not checked, in this order: the ZIP's records against size caps
+(artifact/limits.py) before anything is decompressed; the manifest's format; its
+signature against this install's trusted keys (artifact/trust.py); its fields and
+bounds; then every member's size and SHA-256 before its bytes are used.  Only then does
+a backend see the contents, so no code is mapped from an artifact that failed any check.
 """
 
 from __future__ import annotations
@@ -27,21 +33,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from luminal.compiler.artifact import limits
 from luminal.compiler.artifact.manifest import Manifest, Memory, SourceModel
-from luminal.errors import ArtifactIncompatible, IntegrityError, UsageError
+from luminal.compiler.artifact.signing import SIGNATURE, Provenance, Signer, Trust, verify
+from luminal.compiler.artifact.trust import TrustStore
+from luminal.errors import ArtifactIncompatible, CompilerError, IntegrityError, UsageError
 
 FORMAT = "luminal-artifact"
 #: 2: the typed manifest (every target's record names its backend; the CPU's ABI moved
-#: into its target record).
-FORMAT_VERSION = 2
+#: into its target record).  3: signed (manifest.sig); the CPU library reports its
+#: interface (lum_interface).
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 
 __all__ = [
     "MANIFEST",
+    "SIGNATURE",
     "Artifact",
     "Manifest",
     "Memory",
+    "Provenance",
+    "Signer",
     "SourceModel",
+    "Trust",
     "read_artifact",
     "sha256",
     "write_artifact",
@@ -51,26 +65,35 @@ __all__ = [
 @dataclass(frozen=True)
 class Artifact:
     manifest: Manifest
-    members: Mapping[str, bytes]  # verified contents, manifest excluded
+    members: Mapping[str, bytes]  # verified contents, manifest and signature excluded
+    provenance: Provenance  # who signed it, and why this install accepted it
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_artifact(path: Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
+def write_artifact(
+    path: Path, manifest: Manifest, members: Mapping[str, bytes], signer: Signer | None = None
+) -> None:
+    """Write a signed artifact (by `signer`, default this install's key) atomically."""
+    if SIGNATURE in members or MANIFEST in members:
+        raise CompilerError(f"a backend member may not be named {MANIFEST} or {SIGNATURE}")
     full = manifest.to_json()
     full["format"] = FORMAT
     full["format_version"] = FORMAT_VERSION
     full["members"] = {
         name: {"sha256": sha256(data), "bytes": len(data)} for name, data in members.items()
     }
+    text = json.dumps(full, indent=2, sort_keys=True).encode()
+    envelope = (signer or Signer.for_install()).sign(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-                z.writestr(MANIFEST, json.dumps(full, indent=2, sort_keys=True))
+                z.writestr(MANIFEST, text)
+                z.writestr(SIGNATURE, envelope)
                 for name, data in members.items():
                     z.writestr(name, data)
             f.flush()
@@ -82,42 +105,81 @@ def write_artifact(path: Path, manifest: Manifest, members: Mapping[str, bytes])
         raise
 
 
-def read_artifact(path: Path) -> Artifact:
-    """Read and verify an artifact: every member must match the manifest's SHA-256."""
+def read_artifact(
+    path: Path, *, trust_unsigned: bool = False, store: TrustStore | None = None
+) -> Artifact:
+    """Read and verify an artifact (see the module docstring for the order of checks).
+
+    `trust_unsigned` accepts an unsigned or untrusted signature (everything else is still
+    checked); `store` is the trusted keys, default this install's (`$LUMINAL_HOME`).
+    """
     if not path.is_file():
         raise UsageError(f"{path}: no such artifact")
+    where = str(path)
+    budget = limits.memory_budget()
     try:
         with zipfile.ZipFile(path) as z:
-            names = z.namelist()
+            infos = z.infolist()
+            limits.check_zip(
+                where,
+                infos,
+                path.stat().st_size,
+                budget,
+                {MANIFEST: limits.MANIFEST_BYTES, SIGNATURE: limits.SIGNATURE_BYTES},
+            )
+            names = {i.filename for i in infos}
             if MANIFEST not in names:
                 raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
-            manifest = json.loads(z.read(MANIFEST))
+            text = _member(path, z, MANIFEST)
+            manifest = _parse(path, text)
             _check_format(path, manifest)
-            typed = Manifest.from_json(manifest, str(path))
-            listed = manifest.get("members", {})
-            if not isinstance(listed, dict) or not all(
-                isinstance(i, dict) for i in listed.values()
-            ):
-                raise IntegrityError(
-                    f"{path}: manifest field 'members' is not an object of records"
-                )
-            extra = set(names) - set(listed) - {MANIFEST}
-            if extra:
-                raise IntegrityError(f"{path}: members not in the manifest: {sorted(extra)}")
-            members = {}
-            for name, info in listed.items():
-                if name not in names:
-                    raise IntegrityError(f"{path}: member '{name}' is missing")
-                data = z.read(name)
-                if len(data) != info.get("bytes") or sha256(data) != info.get("sha256"):
-                    raise IntegrityError(
-                        f"{path}: member '{name}' does not match its SHA-256 in the manifest"
-                    )
-                members[name] = data
+            signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
+            provenance = verify(where, text, signature, store or TrustStore.load(), trust_unsigned)
+            typed = Manifest.from_json(manifest, where)
+            limits.check_manifest(where, typed, budget)
+            members = _read_members(path, z, manifest.get("members", {}), names)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
         # A damaged member fails the ZIP's own CRC before our hash: same verdict.
         raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
-    return Artifact(typed, members)
+    return Artifact(typed, members, provenance)
+
+
+def _member(path: Path, z: zipfile.ZipFile, name: str) -> bytes:
+    """A member's bytes; its local header (which `check_zip` does not see) may still ask
+    for encryption or a ZIP feature `zipfile` lacks: refused like any damage."""
+    try:
+        return z.read(name)
+    except (RuntimeError, NotImplementedError) as err:
+        raise IntegrityError(f"{path}: member '{name}' cannot be read ({err})") from None
+
+
+def _parse(path: Path, text: bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise IntegrityError(f"{path}: manifest.json is not JSON") from None
+
+
+def _read_members(path: Path, z: zipfile.ZipFile, listed: Any, names: set[str]) -> dict[str, bytes]:
+    """Every listed member, each size checked before it is read and its hash after."""
+    if not isinstance(listed, dict) or not all(isinstance(i, dict) for i in listed.values()):
+        raise IntegrityError(f"{path}: manifest field 'members' is not an object of records")
+    extra = names - set(listed) - {MANIFEST, SIGNATURE}
+    if extra:
+        raise IntegrityError(f"{path}: members not in the manifest: {sorted(extra)}")
+    members = {}
+    for name, info in listed.items():
+        if name not in names or name in (MANIFEST, SIGNATURE):
+            raise IntegrityError(f"{path}: member '{name}' is missing")
+        if info.get("bytes") != z.getinfo(name).file_size:
+            raise IntegrityError(f"{path}: member '{name}' does not match its size in the manifest")
+        data = _member(path, z, name)
+        if len(data) != info.get("bytes") or sha256(data) != info.get("sha256"):
+            raise IntegrityError(
+                f"{path}: member '{name}' does not match its SHA-256 in the manifest"
+            )
+        members[name] = data
+    return members
 
 
 def _check_format(path: Path, manifest: Any) -> None:

@@ -1,7 +1,9 @@
 """`luminal.load(path)` -> Session; `Session.run(inputs)` -> outputs.
 
-Loading verifies every member's hash and the manifest's fields (`artifact.read_artifact`),
-then hands the artifact to the backend that built it (found by the name its manifest
+Loading verifies the artifact's signature against this install's trusted keys, every
+member's size and hash and the manifest's fields and bounds (`artifact.read_artifact`);
+an unsigned or untrusted artifact is refused unless the caller passes
+`trust_unsigned=True`.  Then it hands the artifact to the backend that built it (found by the name its manifest
 records, in the registry of built-ins and plugins), whose `load` checks that it can run
 here (the CPU's features, the GPU's kind) before any code is mapped.  A Session is that
 backend's executable with the artifact's path, manifest and specs beside it; a backend's
@@ -23,7 +25,14 @@ from luminal.compiler.artifact import Artifact, Manifest, read_artifact
 from luminal.compiler.backends.protocol import Backend, Executable
 from luminal.compiler.backends.registry import Registry
 from luminal.compiler.ir.graph import check_feeds
-from luminal.errors import ArtifactIncompatible, CompilerError, LuminalError, UsageError, one_line
+from luminal.errors import (
+    ArtifactIncompatible,
+    CompilerError,
+    IntegrityError,
+    LuminalError,
+    UsageError,
+    one_line,
+)
 
 
 class Session:
@@ -48,10 +57,20 @@ class Session:
             ) from None
 
 
-def load(path: str | os.PathLike[str], registry: Registry | None = None) -> Session:
-    """Verify and load a `.lmnl` artifact for the backend that built it."""
+def load(
+    path: str | os.PathLike[str],
+    registry: Registry | None = None,
+    *,
+    trust_unsigned: bool = False,
+) -> Session:
+    """Verify and load a `.lmnl` artifact for the backend that built it.
+
+    `trust_unsigned=True` also loads an artifact that is unsigned or signed by a key this
+    install does not trust (`luminal artifact-key`); its hashes, bounds and interface are
+    still checked, but its code is the builder's: pass it only for artifacts you vouch for.
+    """
     file = Path(path)
-    return open_artifact(file, read_artifact(file), registry)
+    return open_artifact(file, read_artifact(file, trust_unsigned=trust_unsigned), registry)
 
 
 def open_artifact(file: Path, art: Artifact, registry: Registry | None = None) -> Session:
@@ -65,6 +84,8 @@ def open_artifact(file: Path, art: Artifact, registry: Registry | None = None) -
         exe = backend.load(art.manifest, art.members)
     except ArtifactIncompatible as err:  # the backend's reason, with the file it is about
         raise ArtifactIncompatible(f"{file}: {err}") from None
+    except IntegrityError as err:  # e.g. a manifest that disagrees with its library
+        raise IntegrityError(f"{file}: {err}") from None
     except LuminalError:
         raise
     except Exception as err:

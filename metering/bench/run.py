@@ -59,6 +59,7 @@ class BenchRequest:
     baseline_settings: Mapping[str, str] = field(default_factory=dict)
     dims: Mapping[str, int] = field(default_factory=dict)
     pricing: Mapping[str, str] | None = None
+    trust_unsigned: bool = False  # load an unsigned or untrusted artifact (`--trust-unsigned`)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def run_bench(
     conditions = environment.apply(req.threads, req.cpus)
     load_start = environment.load_average()
     artifact, model = _artifact_and_model(req, progress)
-    session = luminal.load(artifact)
+    session = luminal.load(artifact, trust_unsigned=req.trust_unsigned)
     baseline, runner = open_baseline(
         req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings)
     )
@@ -226,7 +227,7 @@ def _artifact_and_model(
             raise UsageError(f"{target} is already compiled; --compile-first takes a model file")
         if req.model is not None:
             return target, req.model
-        manifest = read_artifact(target).manifest
+        manifest = read_artifact(target, trust_unsigned=req.trust_unsigned).manifest
         source = Path(manifest.source.path)
         if not source.is_file():
             raise UsageError(

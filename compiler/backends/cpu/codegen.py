@@ -9,11 +9,11 @@ and contractions get a register-blocked loop nest with tile sizes MR x NR.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads, winograd
-from luminal.compiler.ir import DType, Node, Op
+from luminal.compiler.ir import DType, Node, Op, TensorSpec
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.indexing import (
@@ -70,12 +70,37 @@ def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str
         calls = "\n".join(
             f"    err |= {k.name}(arena, weights, inputs, outputs);" for k in sched.kernels
         )
+    g = sched.graph
+    desc = describe(sched.arena_bytes, sched.weights_bytes, g.input_specs(), g.output_specs())
     parts.append(
-        "int lum_abi_version(void) { return 1; }\n\n"
+        "int lum_abi_version(void) { return 1; }\n"
+        f'const char *lum_interface(void) {{ return "{desc}"; }}\n\n'
         "int lum_run(uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {\n"
         f"    int err = 0;\n{calls}\n    return err;\n}}\n"
     )
     return "\n".join(parts)
+
+
+def describe(
+    arena_bytes: int,
+    weights_bytes: int,
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[TensorSpec],
+) -> str:
+    """The interface a library reports through `lum_interface()`: what `lum_run` reads and
+    writes, so a runtime can refuse a manifest that disagrees before the first run::
+
+        lum-interface/1 arena=BYTES weights=BYTES inputs=f32:24,i64:3 outputs=f32:15
+
+    (each tensor as DTYPE:ELEMENTS, in `lum_run`'s pointer order)."""
+
+    def tensors(specs: Sequence[TensorSpec]) -> str:
+        return ",".join(f"{s.dtype.value}:{_numel(s.shape)}" for s in specs) or "-"
+
+    return (
+        f"lum-interface/1 arena={arena_bytes} weights={weights_bytes} "
+        f"inputs={tensors(inputs)} outputs={tensors(outputs)}"
+    )
 
 
 def options_for(

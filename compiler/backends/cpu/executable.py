@@ -2,24 +2,30 @@
 
 Opening checks, before any code is mapped, that the artifact was built for this
 machine's architecture and CPU features, loads the OpenBLAS it links (when a kernel
-calls it), opens the library from the verified bytes and checks the library's ABI
-against the manifest's record.  `run` takes a fast path when every feed already is a
-contiguous array of the right shape and dtype (a tiny model runs in tens of
+calls it), opens the library from the verified bytes (signed, hashed: artifact/), then,
+before the first run, checks the library's ABI and its own interface (`lum_interface()`:
+arena and weights bytes, each input's and output's dtype and element count) against the
+manifest.  `lum_run` trusts the buffers it is handed, so a manifest that disagrees with
+its library (an edited output shape, input shape or arena size) would be a write or read
+out of bounds; it is an IntegrityError instead.  `run` takes a fast path when every feed
+already is a contiguous array of the right shape and dtype (a tiny model runs in tens of
 microseconds, so per-call Python matters), else the full input checks.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from luminal.compiler.artifact.manifest import Manifest
+from luminal.compiler.backends.cpu.codegen import describe
 from luminal.compiler.backends.cpu.native import NativeRunner, open_library
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir.graph import check_feeds
-from luminal.errors import ArtifactIncompatible
+from luminal.errors import ArtifactIncompatible, IntegrityError
 
 ABI = 1  # lum_abi_version() of the generated library: lum_run(arena, weights, in, out)
 
@@ -37,6 +43,7 @@ class CpuExecutable:
             raise ArtifactIncompatible(
                 f"library ABI {library.lum_abi_version()} != manifest {target.get('abi')}"
             )
+        check_interface(library, manifest, len(members["weights.bin"]))
         self.inputs = manifest.inputs
         self.outputs = manifest.outputs
         self._runner = NativeRunner(
@@ -83,4 +90,33 @@ def check_target(target: Mapping[str, Any]) -> None:
     if missing:
         raise ArtifactIncompatible(
             f"built for CPU features this machine lacks: {', '.join(missing)}; recompile it here"
+        )
+
+
+def check_interface(library: ctypes.CDLL, manifest: Manifest, weights_bytes: int) -> None:
+    """IntegrityError unless the library's own interface is the manifest's (and the
+    weights member is as long as the library reads)."""
+    try:
+        fn = library.lum_interface
+    except AttributeError:
+        raise IntegrityError(
+            "the library does not report its interface (no lum_interface)"
+        ) from None
+    fn.argtypes = []
+    fn.restype = ctypes.c_char_p
+    got = (fn() or b"").decode("ascii", "replace")
+    memory = manifest.memory
+    if memory.weights_bytes != weights_bytes:
+        raise IntegrityError(
+            f"manifest says {memory.weights_bytes} weight bytes, weights.bin holds {weights_bytes}"
+        )
+    want = describe(memory.arena_bytes, weights_bytes, manifest.inputs, manifest.outputs)
+    if got != want:
+        diff = [
+            f"{field.partition('=')[0]}: library {field.partition('=')[2]}, manifest {mine.partition('=')[2]}"
+            for field, mine in zip(got.split(" "), want.split(" "), strict=False)
+            if field != mine
+        ] or [f"library {got!r}, manifest {want!r}"]
+        raise IntegrityError(
+            f"the manifest does not match its library's interface ({'; '.join(diff)})"
         )

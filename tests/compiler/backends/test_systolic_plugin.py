@@ -82,6 +82,11 @@ def mlp_artifact(
         mp.setenv("LUMINAL_HOME", str(asic_home))
         mp.setenv("LUMINAL_HARDWARE_ROOT", str(ACCEL))
         rc, _, err = Cli()("compile", suite_onnx("mlp")[0], "--target", "systolic", "-o", out)
+        assert rc == 0, err
+        rc, _, err = Cli()("artifact-key", "export", "-o", out.with_suffix(".key.json"))
+    assert rc == 0, err
+    # The tests run it from the session's home: trust the building install's key there.
+    rc, _, err = Cli()("artifact-key", "trust", out.with_suffix(".key.json"))
     assert rc == 0, err
     return out
 
