@@ -64,7 +64,11 @@ def test_inference_session_is_refused_but_loads_an_artifact(
     monkeypatch.setenv("LUMINAL_HOME", str(licensed_home))
     licensed = luminal.InferenceSession(str(path), cache_dir=cache)
     (artifact,) = cache.glob("*.lmnl")
+    rc, _, err = cli("artifact-key", "export", "-o", tmp_path / "builder.json")
+    assert rc == 0, err
     monkeypatch.setenv("LUMINAL_HOME", str(unlicensed.root))
+    rc, _, err = cli("artifact-key", "trust", tmp_path / "builder.json")  # signed artifacts
+    assert rc == 0, err
     again = luminal.InferenceSession(str(artifact))
     (want,) = licensed.run(None, feeds)
     (got,) = again.run(None, feeds)
