@@ -56,7 +56,10 @@ demo: $(STAMP) $(EXAMPLE)
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl --target cpu --budget 30s
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal compile $(EXAMPLE) -o examples/mlp.lmnl --target cpu --budget 30s
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal tune-db show --kernels
-	$(VENV)/bin/luminal run examples/mlp.lmnl --compare onnxruntime
+	@# Running needs no license, but the artifact must be signed by a key this install
+	@# trusts: it is (the demo home built it); another install would first run
+	@# `luminal artifact-key trust` on the demo home's `luminal artifact-key export`.
+	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal run examples/mlp.lmnl --compare onnxruntime
 	@# The compiled example against ONNX Runtime on the original model: a signed report, its
 	@# verification (signature + every number recomputed) and its HTML page.  An INVALID run
 	@# (exit 5: e.g. a noisy machine) still writes its signed report, so the demo goes on.
