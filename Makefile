@@ -26,8 +26,8 @@ $(STAMP): pyproject.toml vendor/pyproject.toml
 	# torch is pinned in the dev extra (==2.13.0) so pip takes the CPU build
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# the vendor's tooling is its own distribution (luminal-vendor): the demo and the
-	# licensing tests use it as the vendor; a customer's install never has it
-	$(PY) -m pip install --quiet -e ./vendor
+	# licensing tests use it as the vendor (on PostgreSQL too); a customer's install never has it
+	$(PY) -m pip install --quiet -e './vendor[postgres]'
 	@touch $(STAMP)
 
 $(EXAMPLE): benchmarks/models.py | $(STAMP)

@@ -93,6 +93,30 @@ def test_licensee_add_and_list(tmp_path: Path) -> None:
     assert rc == 0 and out.split("\t") == ["globex", "GLOBEX Corp", "0/3 installs\n"]
 
 
+def test_artifact_add_registers_what_usage_may_be_billed_on(tmp_path: Path) -> None:
+    import hashlib
+    import sqlite3
+
+    terms = tmp_path / "terms.json"
+    terms.write_text(json.dumps(make_terms(licensee="globex").to_json()))
+    db = f"sqlite:///{tmp_path / 'v.db'}"
+    assert vendor_cli("licensee", "add", "globex", "--terms", terms, "--db", db)[0] == 0
+    artifact = tmp_path / "model.lmnl"
+    artifact.write_bytes(b"an artifact's bytes")
+    digest = "sha256:" + hashlib.sha256(artifact.read_bytes()).hexdigest()
+    rc, out, err = vendor_cli("artifact", "add", "globex", artifact, "--db", db)
+    assert rc == 0 and out.split() == ["globex", digest], err
+    rc, _, err = vendor_cli("artifact", "add", "globex", digest, "--db", db)  # idempotent
+    assert rc == 0, err
+    with sqlite3.connect(tmp_path / "v.db") as conn:
+        rows = conn.execute("SELECT licensee_id, digest FROM artifacts").fetchall()
+    assert rows == [("globex", digest)]
+    rc, _, err = vendor_cli("artifact", "add", "initech", digest, "--db", db)
+    assert rc == 2 and "unknown licensee 'initech'" in err
+    rc, _, err = vendor_cli("artifact", "add", "globex", "sha256:beef", "--db", db)
+    assert rc == 2 and "neither an artifact file nor a digest" in err
+
+
 def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).parent / "luminal-vendor"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout

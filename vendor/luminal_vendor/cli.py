@@ -53,6 +53,7 @@ from luminal.licensing.license import (
 from luminal.licensing.pricing import to_decimal
 from luminal.licensing.request import load_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
+from luminal_vendor.artifact_cli import artifact_app
 from luminal_vendor.issuer import (
     Signer,
     Terms,
@@ -83,6 +84,7 @@ app = typer.Typer(
 )
 licensee_app = typer.Typer(help="Licensees of the online service and their API keys.")
 app.add_typer(licensee_app, name="licensee")
+app.add_typer(artifact_app, name="artifact")
 
 SigningKey = Annotated[Path, typer.Option("--signing-key", "-k", help="Vendor private key (PEM).")]
 Output = Annotated[Path, typer.Option("--output", "-o", help="Where to write the license.")]
