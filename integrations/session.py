@@ -80,7 +80,8 @@ class InferenceSession:
     """ONNX Runtime's `InferenceSession`, backed by a luminal-compiled model.
 
     `providers`, `provider_options` and `sess_options` are accepted for drop-in use and
-    ignored: luminal compiles for the local CPU."""
+    ignored: luminal compiles for the local CPU.  An `.lmnl` artifact must be signed by a
+    key this install trusts unless `trust_unsigned=True` (as `luminal.load`)."""
 
     def __init__(
         self,
@@ -92,6 +93,7 @@ class InferenceSession:
         dims: Mapping[str, int] | None = None,
         options: CompileOptions | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        trust_unsigned: bool = False,
     ) -> None:
         self._model_path = ""
         self._meta = ModelMetadata("", "", "", "", 0, {})
@@ -121,7 +123,7 @@ class InferenceSession:
         path = Path(path_or_bytes)
         self._model_path = str(path)
         if path.suffix.lower() == ".lmnl":
-            self._session = load(path)
+            self._session = load(path, trust_unsigned=trust_unsigned)
             return
         from luminal.compiler.frontend import load_model
         from luminal.integrations.build import compile_to_session

@@ -138,7 +138,15 @@ def read_artifact(
             typed = Manifest.from_json(manifest, where)
             limits.check_manifest(where, typed, budget)
             members = _read_members(path, z, manifest.get("members", {}), names)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,  # zipfile: a record claiming a ZIP version or feature it lacks
+        RuntimeError,  # zipfile: an encrypted member
+    ) as err:
         # A damaged member fails the ZIP's own CRC before our hash: same verdict.
         raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
     return Artifact(typed, members, provenance)

@@ -332,3 +332,23 @@ def test_memory_budget_reads_meminfo(tmp_path) -> None:  # type: ignore[no-untyp
     meminfo.write_text("MemTotal: 100 kB\nMemAvailable: 40 kB\nSwapFree: 2 kB\n")
     assert limits.memory_budget(meminfo) == 42 * 1024
     assert limits.memory_budget(tmp_path / "absent") > 0
+
+
+def test_a_record_claiming_an_unknown_zip_version_is_damaged(gemm, cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Found by the fuzz: zipfile raises NotImplementedError on opening an archive whose
+    central directory claims a ZIP version it does not implement."""
+    import struct
+
+    from luminal.compiler.artifact import read_artifact
+    from luminal.errors import IntegrityError
+
+    src = gemm[0]
+    data = bytearray(src.read_bytes())
+    at = data.index(b"PK\x01\x02")  # the first central directory record
+    struct.pack_into("<B", data, at + 6, 84)  # "version needed to extract": 8.4
+    bad = tmp_path / "version.lmnl"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match="damaged artifact"):
+        read_artifact(bad)
+    rc, _, err = cli("run", bad)
+    assert rc == 4 and err.count("\n") == 1, err

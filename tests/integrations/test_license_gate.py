@@ -15,7 +15,7 @@ import luminal
 from benchmarks.models import build
 from luminal.compiler.frontend import load_model
 from luminal.compiler.pipeline import CompileOptions, compile_model
-from luminal.errors import LicenseError, LicenseMissing, NotEntitled
+from luminal.errors import IntegrityError, LicenseError, LicenseMissing, NotEntitled
 from luminal.licensing.home import Home
 from luminal.licensing.timeutil import utcnow
 from tests.helpers.licensing_helpers import Vendor, make_terms
@@ -67,7 +67,10 @@ def test_inference_session_is_refused_but_loads_an_artifact(
     rc, _, err = cli("artifact-key", "export", "-o", tmp_path / "builder.json")
     assert rc == 0, err
     monkeypatch.setenv("LUMINAL_HOME", str(unlicensed.root))
-    rc, _, err = cli("artifact-key", "trust", tmp_path / "builder.json")  # signed artifacts
+    with pytest.raises(IntegrityError, match="does not trust"):  # signed by another install
+        luminal.InferenceSession(str(artifact))
+    assert luminal.InferenceSession(str(artifact), trust_unsigned=True).run(None, feeds)
+    rc, _, err = cli("artifact-key", "trust", tmp_path / "builder.json")
     assert rc == 0, err
     again = luminal.InferenceSession(str(artifact))
     (want,) = licensed.run(None, feeds)
