@@ -90,3 +90,23 @@ class Cli:
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
+
+
+@pytest.fixture(scope="session")
+def gemm_artifact(tmp_path_factory: pytest.TempPathFactory, _licensed_session: None):  # type: ignore[no-untyped-def]
+    """(a small Gemm artifact built and signed by the session's home, its ONNX model, feeds),
+    compiled once for every test that only reads it (tamper tests write altered copies)."""
+    import onnx
+
+    from luminal.compiler.frontend.onnx import load as load_onnx
+    from luminal.compiler.pipeline import compile_model
+    from tests.helpers.onnx_cases import node_model
+
+    tmp = tmp_path_factory.mktemp("gemm")
+    rng = np.random.default_rng(1)
+    weights = [rng.standard_normal(s).astype(np.float32) for s in ((3, 8), (8, 5), (5,))]
+    src = tmp / "gemm.onnx"
+    onnx.save(node_model("Gemm", weights, consts=(1, 2)), src)
+    out = tmp / "gemm.lmnl"
+    compile_model(load_onnx(src), out)
+    return out, src, {"in0": rng.standard_normal((3, 8)).astype(np.float32)}

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 
 import luminal
@@ -27,37 +26,18 @@ from luminal.compiler.artifact import (
     write_artifact,
 )
 from luminal.compiler.artifact.trust import TrustStore
-from luminal.compiler.frontend.onnx import load as load_onnx
 from luminal.compiler.ir import TensorSpec
 from luminal.errors import IntegrityError
 from luminal.licensing.home import Home
 from luminal.references.oracle import run_oracle
 from luminal.references.parity import Tolerance, compare
 from tests.compiler.test_pipeline import _rewrite
-from tests.helpers.onnx_cases import node_model
 
 
 @pytest.fixture(scope="module")
-def gemm(tmp_path_factory) -> tuple[Path, Path, dict[str, np.ndarray]]:  # type: ignore[no-untyped-def]
+def gemm(gemm_artifact) -> tuple[Path, Path, dict[str, np.ndarray]]:  # type: ignore[no-untyped-def]
     """(artifact built and signed by the session's home, its ONNX model, feeds)."""
-    tmp = tmp_path_factory.mktemp("trust")
-    rng = np.random.default_rng(1)
-    model = node_model(
-        "Gemm",
-        [
-            rng.standard_normal((3, 8)).astype(np.float32),
-            rng.standard_normal((8, 5)).astype(np.float32),
-            rng.standard_normal(5).astype(np.float32),
-        ],
-        consts=(1, 2),
-    )
-    src = tmp / "gemm.onnx"
-    onnx.save(model, src)
-    out = tmp / "gemm.lmnl"
-    from luminal.compiler.pipeline import compile_model
-
-    compile_model(load_onnx(src), out)
-    return out, src, {"in0": rng.standard_normal((3, 8)).astype(np.float32)}
+    return gemm_artifact
 
 
 def _run(cli, artifact: Path, feeds: dict[str, np.ndarray], tmp: Path, *flags: str):  # type: ignore[no-untyped-def]

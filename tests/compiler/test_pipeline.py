@@ -59,25 +59,8 @@ def test_suite_model_compiles_from_onnx_and_matches_onnxruntime(
 
 
 @pytest.fixture(scope="module")
-def small_artifact(tmp_path_factory) -> tuple[Path, dict[str, np.ndarray]]:  # type: ignore[no-untyped-def]
-    tmp = tmp_path_factory.mktemp("art")
-    rng = np.random.default_rng(0)
-    model = node_model(
-        "Gemm",
-        [
-            rng.standard_normal((3, 8)).astype(np.float32),
-            rng.standard_normal((8, 5)).astype(np.float32),
-            rng.standard_normal(5).astype(np.float32),
-        ],
-        consts=(1, 2),
-    )
-    src = tmp / "gemm.onnx"
-    onnx.save(model, src)
-    out = tmp / "gemm.lmnl"
-    from luminal.compiler.pipeline import compile_model
-
-    compile_model(load_onnx(src), out)
-    feeds = {"in0": rng.standard_normal((3, 8)).astype(np.float32)}
+def small_artifact(gemm_artifact) -> tuple[Path, dict[str, np.ndarray]]:  # type: ignore[no-untyped-def]
+    out, _, feeds = gemm_artifact
     return out, feeds
 
 
