@@ -102,12 +102,17 @@ def sign(payload_type: str, payload: bytes, keys: Mapping[str, Ed25519PrivateKey
     return Envelope(payload_type, payload, sigs)
 
 
-def verify(envelope: Envelope, trusted: Mapping[str, Ed25519PublicKey]) -> str:
-    """The key id of a trusted key whose signature verifies; IntegrityError otherwise.
+@dataclass(frozen=True)
+class Verdict:
+    """What the signatures of an envelope say against a set of trusted keys."""
 
-    Signatures by keys not in `trusted` are ignored; one good signature by a trusted key is
-    enough.  The message says whether the signature failed or the signer is unknown.
-    """
+    keyid: str | None  # a trusted key whose signature verifies, if any
+    failed: tuple[str, ...]  # trusted keys whose signatures do not verify
+
+
+def check_signatures(envelope: Envelope, trusted: Mapping[str, Ed25519PublicKey]) -> Verdict:
+    """Signatures by keys not in `trusted` are ignored; one good signature by a trusted key
+    is enough."""
     message = pae(envelope.payload_type, envelope.payload)
     failed = []
     for s in envelope.signatures:
@@ -119,10 +124,19 @@ def verify(envelope: Envelope, trusted: Mapping[str, Ed25519PublicKey]) -> str:
         except InvalidSignature:
             failed.append(s.keyid)
             continue
-        return s.keyid
-    if failed:
+        return Verdict(s.keyid, tuple(failed))
+    return Verdict(None, tuple(failed))
+
+
+def verify(envelope: Envelope, trusted: Mapping[str, Ed25519PublicKey]) -> str:
+    """The key id of a trusted key whose signature verifies; IntegrityError otherwise,
+    saying whether the signature failed or the signer is unknown."""
+    verdict = check_signatures(envelope, trusted)
+    if verdict.keyid is not None:
+        return verdict.keyid
+    if verdict.failed:
         raise IntegrityError(
-            f"signature by key {failed[0]} does not verify: the document was changed after signing"
+            f"signature by key {verdict.failed[0]} does not verify: the document was changed after signing"
         )
     ids = ", ".join(s.keyid for s in envelope.signatures)
     raise IntegrityError(f"signed by unknown key {ids}: not a trusted key")

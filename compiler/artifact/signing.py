@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from luminal.compiler.artifact.trust import TrustStore, key_id
@@ -116,18 +115,11 @@ def _verify(manifest: bytes, signature: bytes | None, store: TrustStore) -> Prov
         raise _Refused(
             f"manifest.json does not match its signature by key {signers}", signers, ALTERED
         )
-    trusted = store.keys()
-    message = dsse.pae(envelope.payload_type, envelope.payload)
-    for sig in envelope.signatures:
-        key = trusted.get(sig.keyid)
-        if key is None:
-            continue
-        try:
-            key.verify(sig.sig, message)
-        except InvalidSignature:
-            raise _Refused(
-                f"the signature by key {sig.keyid} does not verify", sig.keyid, ALTERED
-            ) from None
-        own = store.own is not None and sig.keyid == store.own.keyid
-        return Provenance(Trust.OWN if own else Trust.TRUSTED, sig.keyid)
+    verdict = dsse.check_signatures(envelope, store.keys())
+    if verdict.keyid is not None:
+        own = store.own is not None and verdict.keyid == store.own.keyid
+        return Provenance(Trust.OWN if own else Trust.TRUSTED, verdict.keyid)
+    if verdict.failed:
+        bad = verdict.failed[0]
+        raise _Refused(f"the signature by key {bad} does not verify", bad, ALTERED)
     raise _Refused(f"signed by key {signers}, which this install does not trust", signers)

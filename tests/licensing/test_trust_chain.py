@@ -20,6 +20,15 @@ def _request(cli, tmp_path: Path, name: str = "request.json") -> Path:
     return req
 
 
+def _activated(cli, vendor: Vendor, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """A license the certified vendor key issued for this install's request."""
+    req = _request(cli, tmp_path)
+    lic = tmp_path / "license.json"
+    rc, _, err = vendor_cli("activate", req, "-k", vendor.key_path, "--licensee", "acme", "-o", lic)
+    assert rc == 0, err
+    return lic
+
+
 def _self_issued(tmp_path: Path, *extra: object) -> Path:
     """What a customer can do alone: an uncertified key and a floating license it signs."""
     prefix = tmp_path / "mine" / "key"
@@ -87,12 +96,7 @@ def test_a_certificate_from_another_root_is_refused(cli, vendor_root: Vendor, tm
 
 def test_a_license_carries_its_certificate(cli, vendor_root: Vendor, tmp_path: Path) -> None:
     """No trust step: the certificate inside the license is verified against the roots."""
-    req = _request(cli, tmp_path)
-    lic = tmp_path / "license.json"
-    rc, _, err = vendor_cli(
-        "activate", req, "-k", vendor_root.key_path, "--licensee", "acme", "-o", lic
-    )
-    assert rc == 0, err
+    lic = _activated(cli, vendor_root, tmp_path)
     rc, out, err = cli("license", "install", lic)
     assert rc == 0, err
     assert "(commercial)" in out and "(production key)" in out
@@ -148,12 +152,7 @@ def test_copied_home_under_another_machine_id_is_refused(
     cli, vendor_root: Vendor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LUMINAL_HARDWARE_ROOT", str(_machine(tmp_path / "a", "aaaa")))
-    req = _request(cli, tmp_path)
-    lic = tmp_path / "license.json"
-    rc, _, err = vendor_cli(
-        "activate", req, "-k", vendor_root.key_path, "--licensee", "acme", "-o", lic
-    )
-    assert rc == 0, err
+    lic = _activated(cli, vendor_root, tmp_path)
     assert cli("license", "install", lic)[0] == 0
     assert cli("license", "check", "--feature", "compile", "--target", "cpu")[0] == 0
 
@@ -170,12 +169,7 @@ def test_future_clock_excursion_then_recovery_with_a_token(
 ) -> None:
     from luminal.licensing import clock
 
-    req = _request(cli, tmp_path)
-    lic = tmp_path / "license.json"
-    rc, _, err = vendor_cli(
-        "activate", req, "-k", vendor_root.key_path, "--licensee", "acme", "-o", lic
-    )
-    assert rc == 0, err
+    lic = _activated(cli, vendor_root, tmp_path)
     assert cli("license", "install", lic)[0] == 0
     clock.observe(home, utcnow() + timedelta(days=50))  # one run under a clock 50 days ahead
 
