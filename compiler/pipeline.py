@@ -177,9 +177,7 @@ def check(job: Job) -> Job:
     result = check_build(job.target.backend, job.model.graph, job.manifest, job.built.members)
     if result.status is not CheckStatus.FAILED or not job.searched:
         return dataclasses.replace(job, check=result)
-    plain = dataclasses.replace(
-        job, graph=job.model.graph, rewrite=None, search=job.search, variants={}
-    )
+    plain = dataclasses.replace(job, graph=job.model.graph, rewrite=None, variants={})
     for stage in (schedule_graph, generate, build):
         plain = stage(plain)
     assert plain.manifest is not None and plain.built is not None

@@ -43,22 +43,33 @@ class Registry:
     """Target names and their loaders; `get` imports a backend once and checks it."""
 
     def __init__(
-        self, entries: Sequence[BackendEntry], conflicts: Mapping[str, Sequence[str]] | None = None
+        self,
+        entries: Sequence[BackendEntry],
+        conflicts: Mapping[str, Sequence[str]] | None = None,
+        pending: Callable[[], Iterable[metadata.EntryPoint]] | None = None,
     ) -> None:
+        """`pending`: plugin entry points not read yet (reading every installed
+        distribution's metadata takes milliseconds, most of `luminal.load`); they are read
+        the first time a name that is not already here, the list of names, or the
+        conflicts are asked for.  A built-in needs no scan: it wins any clash."""
         self._entries = {e.name: e for e in entries}
         self._conflicts = {k: tuple(v) for k, v in (conflicts or {}).items()}
+        self._pending = pending
         self._loaded: dict[str, Backend] = {}  # this registry's own cache, not global state
 
     @staticmethod
     def installed(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry:
         """Built-ins plus every plugin installed in this environment (or those given)."""
-        points = (
-            metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
-        )
-        return Registry.of(
-            [BackendEntry(n, v, "built-in", _importer(v)) for n, v in BUILTIN.items()],
-            points,
-        )
+        builtins = [BackendEntry(n, v, "built-in", _importer(v)) for n, v in BUILTIN.items()]
+        if entry_points is not None:
+            return Registry.of(builtins, entry_points)
+        return Registry(builtins, pending=lambda: metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+    def _read_plugins(self) -> None:
+        if self._pending is not None:
+            points, self._pending = self._pending(), None
+            full = Registry.of(list(self._entries.values()), points)
+            self._entries, self._conflicts = full._entries, full._conflicts
 
     @staticmethod
     def of(builtins: Sequence[BackendEntry], points: Iterable[metadata.EntryPoint]) -> Registry:
@@ -80,9 +91,12 @@ class Registry:
         return Registry(list(entries.values()), conflicts)
 
     def names(self) -> tuple[str, ...]:
+        self._read_plugins()
         return tuple(self._entries)
 
     def entry(self, name: str) -> BackendEntry:
+        if name not in self._entries:
+            self._read_plugins()
         if name in self._conflicts and name not in self._entries:
             raise UsageError(
                 f"target '{name}' is claimed by more than one plugin "
@@ -123,6 +137,7 @@ class Registry:
 
     def problems(self) -> list[str]:
         """One line per plugin refused for a clashing name."""
+        self._read_plugins()
         return [
             f"target '{n}' is claimed by {', '.join(origins)}; "
             + ("the built-in is used" if n in BUILTIN else "none of them is used")

@@ -189,3 +189,19 @@ def test_cpu_backend_stages_and_load(tmp_path: Path, suite_onnx) -> None:  # typ
         "weights.bin",
         "model.c",
     }
+
+
+def test_a_builtin_is_found_without_reading_every_plugin() -> None:
+    """Opening a CPU artifact must not scan every installed distribution's metadata; a
+    plugin's name, the list of names and the clashes do read them, once."""
+    reads: list[int] = []
+
+    def pending() -> list[EntryPoint]:
+        reads.append(1)
+        return [ep("fake", f"{HELPERS}:FakeBackend"), ep("cpu", "evil:Backend")]
+
+    entries = [BackendEntry(n, v, "built-in", lambda: CpuBackend) for n, v in BUILTIN.items()]
+    reg = Registry(entries, pending=pending)
+    assert isinstance(reg.get("cpu"), CpuBackend) and reads == []
+    assert isinstance(reg.get("fake"), FakeBackend) and reads == [1]
+    assert "fake" in reg.names() and len(reg.problems()) == 1 and reads == [1]
