@@ -14,7 +14,7 @@ from luminal import licensing
 from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
-from luminal.licensing.pricing import to_decimal
+from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
 from luminal.metering.bench.outputs import parse_tolerances
@@ -74,7 +74,9 @@ def bench_cmd(
     ] = None,
     price_per_hour: Annotated[
         str | None,
-        typer.Option(help="Device price per hour (default: the license's price book)."),
+        typer.Option(
+            help="Device price per hour, evaluation licenses only (default: the license's)."
+        ),
     ] = None,
     fail_below: Annotated[
         float | None,
@@ -136,7 +138,7 @@ def bench_cmd(
         tolerances=parse_tolerances(tol),
         baseline_settings=_pairs(baseline_opt),
         dims=parse_dims(dim),
-        pricing=_pricing(status, price_per_hour),
+        terms=_terms(status, price_per_hour),
         trust_unsigned=trust_unsigned,
     )
     with Progress(
@@ -177,28 +179,13 @@ def _pairs(items: list[str] | None) -> dict[str, str]:
     return pairs
 
 
-def _pricing(status: licensing.LicenseStatus, price: str | None) -> dict[str, str] | None:
-    """The report's terms; `terms` says whether they are billable (a production license)
-    or evaluation terms (a locally trusted key's license, or a price from the command line)."""
-    p = status.claims.pricing
-    terms = "evaluation" if status.evaluation else "production"
-    if price is not None:
-        return {
-            "price_per_hour": str(to_decimal(price, "--price-per-hour")),
-            "share": p.share,
-            "currency": p.currency,
-            "device_class": TARGET,
-            "source": "--price-per-hour",
-            "terms": "evaluation",
-        }
-    book = p.price(TARGET)
-    if book is None:
-        return None
-    return {
-        "price_per_hour": str(book),
-        "share": p.share,
-        "currency": p.currency,
-        "device_class": TARGET,
-        "source": f"license {status.claims.license_id}",
-        "terms": terms,
-    }
+def _terms(status: licensing.LicenseStatus, price: str | None) -> BillingTerms:
+    """The report's terms, from the license that allowed the bench (`licensing.terms`):
+    `--price-per-hour` only under an evaluation license (exit 2 otherwise)."""
+    return license_terms(
+        status.claims,
+        evaluation=status.evaluation,
+        sha256=status.digest,
+        device_class=TARGET,
+        price_per_hour=price,
+    )

@@ -78,16 +78,38 @@ def show_cmd(
     typer.echo(str(output))
 
 
+LicenseOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--license", help="The license the report was made under (default: the installed one)."
+    ),
+]
+ArtifactOpt = Annotated[
+    Path | None, typer.Option("--artifact", help="The .lmnl measured: must be its digest.")
+]
+ModelOpt = Annotated[
+    Path | None, typer.Option("--model", help="The baseline model measured: must be its digest.")
+]
+InputsOpt = Annotated[
+    Path | None, typer.Option("--inputs", help="The inputs file measured: must be its digest.")
+]
+
+
 @report_app.command("verify")
 def verify_cmd(
     path: ReportArg,
+    license_file: LicenseOpt = None,
     key: Annotated[
         str | None,
         typer.Option(
             "--key",
-            help="Signer's public key: a file (install.json, PEM) or base64 (default: this install's).",
+            help="Signer's public key: a file (install.json, PEM) or base64 (default: the "
+            "install the license binds, or this install's for a floating license).",
         ),
     ] = None,
+    artifact: ArtifactOpt = None,
+    model: ModelOpt = None,
+    inputs: InputsOpt = None,
     files: Annotated[
         list[Path] | None,
         typer.Option("--file", help="A file (artifact, model, inputs) that must be a subject."),
@@ -95,25 +117,44 @@ def verify_cmd(
     fail_below: FailBelow = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
 ) -> None:
-    """Check the signature and recompute every derived number from the raw timings.
+    """Check the report against its license and signer, and recompute every number.
 
-    Exit 4 if the signature fails or any number differs from its recomputation; with
-    --fail-below, exit 5 for an INVALID run and 1 when the speedup's lower bound is below.
+    The license's signature chain, its id and digest, its terms (share, price, currency,
+    evaluation or production) and the install key it binds must all match the report;
+    every derived number is recomputed from the raw timings. Exit 4 naming the field that
+    differs; with --fail-below, exit 5 for an INVALID run and 1 when the speedup's lower
+    bound is below.
 
     Examples:
 
       luminal report verify report.json
 
-      luminal report verify report.json --key install.json --fail-below 1.2
+      luminal report verify report.json --license license.json --artifact model.lmnl
+
+      luminal report verify report.json --fail-below 1.2
     """
-    verified = report.verify(path, report.load_key(key) if key else None, tuple(files or ()))
+    verified = report.verify(
+        path,
+        report.customer_license(license_file),
+        report.load_key(key) if key else None,
+        report.Evidence(tuple(files or ()), artifact, model, inputs),
+    )
+    print_verified(path, verified, as_json)
+    gate(verified.results, fail_below)
+
+
+def print_verified(path: Path, verified: report.Verified, as_json: bool) -> None:
+    """What `report verify` and `luminal-vendor verify-report` say about a good report."""
     r = verified.results
+    terms = "evaluation terms, not billable" if verified.evaluation else "production terms"
     if as_json:
         typer.echo(
             json.dumps(
                 {
                     "ok": True,
                     "keyid": verified.keyid,
+                    "license": verified.license_id,
+                    "terms": "evaluation" if verified.evaluation else "production",
                     "compared": verified.compared,
                     "verdict": r["validity"]["verdict"],
                     "speedup": r["speedup"],
@@ -124,11 +165,11 @@ def verify_cmd(
         )
     else:
         typer.echo(
-            f"{path}: OK, signed by install key {verified.keyid}; {verified.compared} derived "
-            f"values recomputed from the raw timings and equal; {r['validity']['verdict']}, "
+            f"{path}: OK, signed by install key {verified.keyid} under license "
+            f"{verified.license_id} ({terms}); {verified.compared} derived values recomputed "
+            f"from the raw timings and equal; {r['validity']['verdict']}, "
             f"speedup {fmt_speedup(r['speedup'])}"
         )
-    gate(r, fail_below)
 
 
 def gate(results: Mapping[str, Any], fail_below: float | None) -> None:

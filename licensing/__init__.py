@@ -12,6 +12,7 @@ The pieces, one idea a module::
     activation  installing a license file; online activation over HTTPS
     status      what `luminal license show` prints
     pricing     value-based pricing in Decimal
+    terms       a report's billing terms, read from the license (never from a report)
 
 Licensing never stops a running compiled model: only compiling and billing features check.
 

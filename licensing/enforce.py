@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -67,6 +67,8 @@ class LicenseStatus:
     state: str  # "valid" or "grace"
     checked_at: datetime
     warnings: tuple[str, ...] = ()
+    #: SHA-256 of the license file's bytes (the envelope), as reports name their license.
+    digest: str = ""
 
     @property
     def production_key(self) -> bool:
@@ -157,6 +159,11 @@ def _with_embedded_certificate(envelope: dsse.Envelope, keyring: Keyring) -> tup
     if keyring.revocation(key.keyid) is not None:
         return keyring, True
     return keyring.merged(Keyring((key,)), prefer_other=True), True
+
+
+def file_digest(raw: bytes) -> str:
+    """What a report names its license by: SHA-256 of the license file's bytes."""
+    return hashlib.sha256(raw).hexdigest()
 
 
 def claims_digest(claims: LicenseClaims) -> str:
@@ -294,7 +301,10 @@ def check(
             "`luminal license install FILE` (air-gapped) or `luminal license activate`"
         ) from None
     claims, signer = verify_license(raw, keyring, str(path))
-    return evaluate(claims, signer, now, feature=feature, target=target, devices=devices, home=home)
+    status = evaluate(
+        claims, signer, now, feature=feature, target=target, devices=devices, home=home
+    )
+    return replace(status, digest=file_digest(raw))
 
 
 def evaluate(

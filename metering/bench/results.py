@@ -70,10 +70,15 @@ def savings(
     pricing: Mapping[str, Any] | None, headline: Mapping[str, Any] | None, valid: bool
 ) -> dict[str, Any]:
     """`price_per_hour x (1 - 1/speedup_lower)` and the licensed share, only for a VALID run
-    whose lower bound is above 1 and a known price."""
-    base: dict[str, Any] = {"claimed": False, "basis": "speedup_lower_bound"}
-    if pricing is None:
-        return {**base, "reason": "no price known: the license has no price for this device"}
+    whose lower bound is above 1 and a known price.  `billable` only under production terms
+    (`licensing.terms`): evaluation terms are shown, never billed."""
+    base: dict[str, Any] = {"claimed": False, "billable": False, "basis": "speedup_lower_bound"}
+    if pricing is None or pricing.get("price_per_hour") is None:
+        return {
+            **base,
+            **({"pricing": dict(pricing)} if pricing is not None else {}),
+            "reason": "no price known: the license has no price for this device",
+        }
     base.update(pricing=dict(pricing))
     if headline is None:
         return {**base, "reason": "nothing was measured"}
@@ -96,6 +101,7 @@ def savings(
     return {
         **base,
         "claimed": True,
+        "billable": pricing.get("terms") == "production",
         "speedup": str(basis),
         "per_hour": per_hour.to_json(),
         "per_1000_hours": per_1000.to_json(),

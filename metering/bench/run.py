@@ -27,6 +27,7 @@ import luminal
 from luminal.compiler.artifact import read_artifact
 from luminal.compiler.ir import TensorSpec
 from luminal.errors import UsageError
+from luminal.licensing.terms import BillingTerms
 from luminal.metering.bench import environment, inputs
 from luminal.metering.bench.audit import test01, test04
 from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
@@ -58,7 +59,7 @@ class BenchRequest:
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     baseline_settings: Mapping[str, str] = field(default_factory=dict)
     dims: Mapping[str, int] = field(default_factory=dict)
-    pricing: Mapping[str, str] | None = None
+    terms: BillingTerms | None = None  # from the license (`licensing.terms`)
     trust_unsigned: bool = False  # load an unsigned or untrusted artifact (`--trust-unsigned`)
 
 
@@ -132,19 +133,39 @@ def run_bench(
     data["baseline"] = {
         "name": baseline.name,
         "model": str(model),
+        "model_sha256": file_sha256(model),
         "settings": dict(req.baseline_settings),
         "info": dict(runner.info),
     }
     data["candidate"] = {
         "name": "luminal",
         "artifacts": [str(a) for a in artifacts],
+        "artifact_digests": [
+            {"path": str(a), "sha256": file_sha256(a), "scenario": s}
+            for a, s in zip(artifacts, ("latency", "throughput"), strict=False)
+        ],
+        "manifest": {
+            "compiler_version": manifest.compiler_version,
+            "target": dict(manifest.target),
+            "inputs": [{"name": t.name, "shape": list(t.shape)} for t in manifest.inputs],
+        },
         "source": {"path": manifest.source.path, "format": manifest.source.format},
         "compiled_here": req.compile_first,
     }
     data["inputs"] = sets.describe()
-    data["pricing"] = dict(req.pricing) if req.pricing else None
-    subjects = [_subject(f"artifact:{a.name}", a) for a in artifacts]
-    subjects.append(_subject(f"baseline-model:{model.name}", model))
+    data["request"] = reproduction(req)
+    data["license"] = req.terms.license.to_json() if req.terms else None
+    data["pricing"] = req.terms.pricing_json() if req.terms else None
+    subjects = [
+        {"name": f"artifact:{a['path'].rsplit('/', 1)[-1]}", "digest": {"sha256": a["sha256"]}}
+        for a in data["candidate"]["artifact_digests"]
+    ]
+    subjects.append(
+        {
+            "name": f"baseline-model:{model.name}",
+            "digest": {"sha256": data["baseline"]["model_sha256"]},
+        }
+    )
     subjects.append({"name": "inputs", "digest": {"sha256": sets.digest}})
     if req.inputs:
         subjects.append(_subject(f"inputs-file:{req.inputs.name}", req.inputs))
@@ -338,9 +359,31 @@ def _fresh_count(runs: int, example: Mapping[str, np.ndarray]) -> int:
     return max(0, min(runs, FRESH_BYTES // size))
 
 
+def reproduction(req: BenchRequest) -> dict[str, Any]:
+    """What the customer asked for, so a vendor can re-run the same bench (`audit`): with
+    the report's method settings, tolerances and these, `run_bench` measures the same."""
+    return {
+        "baseline": req.baseline,
+        "baseline_settings": dict(req.baseline_settings),
+        "scenarios": list(req.scenarios),
+        "batch": req.batch,
+        "max_batch": req.max_batch,
+        "seed": req.seed,
+        "input_sets": req.input_sets,
+        "threads": req.threads,
+        "cpus": list(req.cpus) if req.cpus else None,
+        "dims": dict(req.dims),
+        "compile_first": req.compile_first,
+    }
+
+
 def _subject(name: str, path: Path) -> dict[str, Any]:
+    return {"name": name, "digest": {"sha256": file_sha256(path)}}
+
+
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return {"name": name, "digest": {"sha256": h.hexdigest()}}
+    return h.hexdigest()

@@ -1,14 +1,24 @@
-"""`luminal report verify`: the signature, then every derived number recomputed.
+"""`luminal report verify` (and `luminal-vendor verify-report`): is this report what its
+license, its signer and its raw timings say?
 
-1. The envelope's signature must verify with the given public key (default: this install's).
-2. The Statement must be a luminal benchmark report; the signer it names must be the key
-   that signed; the `inputs` subject must be the digest the predicate records.
-3. `results` is recomputed from the raw data (`metering.bench.results.derive`: statistics
+1. The envelope is a luminal benchmark Statement (`statement.read`: an activation request,
+   a license or anything else is refused).
+2. The license verifies through the license gate's chain (`evidence.check_license`), and
+   names the key that must have signed: the install key a bound license names (or, for a
+   floating license, the key given); the signature must verify with it and the predicate's
+   `signer` must name it.
+3. The report names that license (id, file digest) and carries exactly its terms (share,
+   price per device-hour, currency, evaluation or production): `evidence.check_terms`.
+4. Every subject is a digest the predicate records (`evidence.check_subjects`); files given
+   (artifact, model, inputs) are hashed and must be the ones measured.
+5. `results` is recomputed from the raw data (`metering.bench.results.derive`: statistics
    from every run's timing, bootstrap with the recorded seed, audits, validity, savings)
    and compared with what the report says, number by number (floats to a relative 1e-9).
-4. Optionally, files (artifact, model, inputs) are hashed and must be among the subjects.
 
-Any difference is an `IntegrityError` (exit 4) naming the first field that differs.
+Any difference is an `IntegrityError` (exit 4) naming the first field that differs.  What
+this cannot catch: a report re-derived from rewritten timings and re-signed with the bound
+install key itself (the key is on the customer's disk); only a vendor's audit, which
+re-runs the bench, can (docs/licensing.md, "Trust model").
 """
 
 from __future__ import annotations
@@ -27,8 +37,16 @@ from luminal.errors import IntegrityError, LuminalError, UsageError
 from luminal.licensing import dsse
 from luminal.licensing.home import Home, read_file
 from luminal.licensing.identity import existing
-from luminal.licensing.keys import decode_public, key_id
+from luminal.licensing.keys import decode_public, key_id, load_keyring
 from luminal.metering.bench.results import derive
+from luminal.metering.report.evidence import (
+    LicenseFile,
+    check_files,
+    check_license,
+    check_subjects,
+    check_terms,
+    signer_key,
+)
 from luminal.metering.report.statement import read
 
 REL_TOL = 1e-9
@@ -39,29 +57,60 @@ class Verified:
     keyid: str
     statement: dict[str, Any]
     compared: int  # derived values recomputed and found equal
+    license_id: str
+    evaluation: bool  # the license holds the report to evaluation terms
 
     @property
     def results(self) -> dict[str, Any]:
         return self.statement["predicate"]["results"]
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """Files the customer says were measured: re-hashed against the report."""
+
+    files: tuple[Path, ...] = ()  # each must be a subject
+    artifact: Path | None = None
+    model: Path | None = None
+    inputs: Path | None = None
+
+
 def verify(
-    path: Path, key: Ed25519PublicKey | None = None, files: tuple[Path, ...] = ()
+    path: Path,
+    license_file: LicenseFile,
+    key: Ed25519PublicKey | None = None,
+    evidence: Evidence = Evidence(),
+    *,
+    default_key: bool = True,
 ) -> Verified:
+    """Every check above, or the IntegrityError naming what differs.  `key`: the signer's
+    public key; without one, a floating license is checked against this install's key
+    (`default_key`; the vendor passes False and must name the install)."""
     envelope, statement = read(path)
-    key = key or _install_key()
-    try:
-        keyid = dsse.verify(envelope, {key_id(key): key})
-    except IntegrityError as err:
-        raise IntegrityError(f"report {path}: {err} (check --key)") from None
     predicate = statement["predicate"]
+    try:
+        lic = check_license(license_file)
+        if key is None and default_key and lic.claims.binding.mode == "floating":
+            key = _install_key()
+        signer = signer_key(lic, predicate, key)
+    except IntegrityError as err:
+        raise IntegrityError(f"report {path}: {err}") from None
+    try:
+        keyid = dsse.verify(envelope, {key_id(signer): signer})
+    except IntegrityError as err:
+        raise IntegrityError(f"report {path}: {err} (not the install the license binds)") from None
     if predicate.get("signer", {}).get("keyid") != keyid:
         raise IntegrityError(
             f"report {path}: names signer {predicate.get('signer')}, signed by {keyid}"
         )
-    subjects = {s.get("name"): s.get("digest", {}).get("sha256") for s in statement["subject"]}
-    if subjects.get("inputs") != predicate.get("inputs", {}).get("sha256"):
-        raise IntegrityError(f"report {path}: the inputs subject differs from predicate.inputs")
+    try:
+        check_terms(lic, predicate)
+        subjects = check_subjects(statement)
+        check_files(
+            predicate, artifact=evidence.artifact, model=evidence.model, inputs=evidence.inputs
+        )
+    except IntegrityError as err:
+        raise IntegrityError(f"report {path}: {err}") from None
     try:
         recomputed = json.loads(json.dumps(derive(predicate)))
     except (LuminalError, KeyError, TypeError, ValueError, IndexError) as err:
@@ -71,11 +120,11 @@ def verify(
     if diffs:
         more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
         raise IntegrityError(f"report {path}: {diffs[0]}{more}")
-    for f in files:
+    for f in evidence.files:
         digest = hashlib.sha256(read_file(f, "file")).hexdigest()
         if digest not in subjects.values():
             raise IntegrityError(f"report {path}: {f} (sha256 {digest[:16]}...) is not a subject")
-    return Verified(keyid, statement, compared)
+    return Verified(keyid, statement, compared, lic.claims.license_id, lic.evaluation)
 
 
 def load_key(text: str) -> Ed25519PublicKey:
@@ -101,6 +150,18 @@ def load_key(text: str) -> Ed25519PublicKey:
         return decode_public(text.strip(), "--key")
     except LuminalError:
         raise UsageError(f"--key {text!r}: not a public key file or base64 Ed25519 key") from None
+
+
+def customer_license(path: Path | None = None) -> LicenseFile:
+    """The license a customer checks against: `path`, else the installed one, trusting
+    what this install's license gate trusts (shipped roots, local trust)."""
+    home = Home.resolve()
+    path = path or home.license
+    if not path.is_file():
+        raise UsageError(
+            f"no license at {path} to check the report's terms against: pass --license LICENSE"
+        )
+    return LicenseFile(read_file(path, "license"), str(path), load_keyring(home.trusted_keys))
 
 
 def _install_key() -> Ed25519PublicKey:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from luminal.compiler.ir import DType, TensorSpec
+from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import inputs
 from luminal.metering.bench.method import MethodSettings
 from luminal.metering.bench.run import BenchRun, Scenario, Skipped, execute
@@ -126,8 +127,11 @@ def fake_run(
     sigma: float = 0.0,
     method: MethodSettings = FAST,
     pricing: Mapping[str, str] | None = None,
+    terms: BillingTerms | None = None,
+    fingerprint: str = "0" * 32,
 ) -> BenchRun:
-    """A complete benchmark run on fake arms and a fake clock, shaped like `run_bench`'s."""
+    """A complete benchmark run on fake arms and a fake clock, shaped like `run_bench`'s;
+    `terms` (from a license: `licensed_terms`) replace `pricing` and name the license."""
     clock = FakeClock()
     base = FakeArm(clock, baseline_ns, sigma=sigma, seed=1)
     sets = inputs.seeded(SPECS, 0, 4)
@@ -142,15 +146,28 @@ def fake_run(
         conditions={"threads": 2, "affinity": [0, 1], "OMP_NUM_THREADS": "2", "omp_max_threads": 2},
         machine={
             "cpu": {"model": "Fake CPU", "arch": "x86_64", "logical_cores": 2},
-            "fingerprint": "0" * 32,
+            "fingerprint": fingerprint,
             "os": "Linux",
             "load_average": {"start": [0.1], "end": [0.1]},
         },
         software={"numpy": np.__version__, "compiler_version": "0.1.0"},
-        baseline={"name": "fake", "model": "model.onnx", "settings": {}, "info": {"version": "1"}},
-        candidate={"name": "luminal", "artifacts": ["model.lmnl"], "source": None},
+        baseline={
+            "name": "fake",
+            "model": "model.onnx",
+            "model_sha256": "b" * 64,
+            "settings": {},
+            "info": {"version": "1"},
+        },
+        candidate={
+            "name": "luminal",
+            "artifacts": ["model.lmnl"],
+            "artifact_digests": [{"path": "model.lmnl", "sha256": "a" * 64, "scenario": "latency"}],
+            "manifest": {"compiler_version": "0.1.0", "target": {"kind": "cpu"}},
+            "source": None,
+        },
         inputs=sets.describe(),
-        pricing=dict(pricing) if pricing else None,
+        license=terms.license.to_json() if terms else None,
+        pricing=terms.pricing_json() if terms else dict(pricing) if pricing else None,
     )
     subjects = [
         {"name": "artifact:model.lmnl", "digest": {"sha256": "a" * 64}},
@@ -173,3 +190,17 @@ _TOL = {"f32": Tolerance(1e-4, 1e-5), "f64": Tolerance(1e-7, 1e-10)}
 
 def honest(speedup: float = 2.0, sigma: float = 0.0) -> Callable[[FakeClock], FakeArm]:
     return lambda clock: FakeArm(clock, 1_000_000 / speedup, sigma=sigma, seed=2)
+
+
+def licensed_terms(price_per_hour: str | None = None) -> BillingTerms:
+    """The terms `luminal bench` would write under the license installed in LUMINAL_HOME."""
+    from luminal import licensing
+
+    status = licensing.check("bench", "cpu")
+    return license_terms(
+        status.claims,
+        evaluation=status.evaluation,
+        sha256=status.digest,
+        device_class="cpu",
+        price_per_hour=price_per_hour,
+    )

@@ -6,6 +6,7 @@
     luminal-vendor issue -k keys/vendor-2025.key --terms acme.json --floating -o acme.license.json
     luminal-vendor activate request.json -k keys/vendor-2025.key --terms acme.json -o license.json
     luminal-vendor verify-report report.json --license license.json
+    luminal-vendor audit report.json --license license.json --artifact m.lmnl --model m.onnx
     luminal-vendor licensee add acme --terms acme.json --max-installs 4 --db sqlite:///vendor.db
     luminal-vendor serve -k keys/vendor-2025.key --db sqlite:///vendor.db --port 8443
     luminal-vendor clock-reset reset-request.json -k keys/vendor-2025.key -o token.json
@@ -19,7 +20,6 @@ Errors are one line on stderr with luminal's exit codes (2 usage, 3 license, 4 i
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -29,12 +29,11 @@ import typer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.core import TyperGroup
 
-from luminal.errors import IntegrityError, LuminalError, UsageError
-from luminal.licensing import clockreset, dsse
+from luminal.errors import LuminalError, UsageError
+from luminal.licensing import clockreset
 from luminal.licensing.chain import Certificate, KeyPurpose, certify
 from luminal.licensing.home import create_exclusive, read_file, write_atomic
 from luminal.licensing.keys import (
-    decode_public,
     encode_public,
     key_id,
     load_private,
@@ -62,6 +61,7 @@ from luminal_vendor.issuer import (
     clock_reset_token,
     issue,
 )
+from luminal_vendor.reports import audit_cmd, verify_report_cmd
 
 
 class _Group(TyperGroup):
@@ -333,39 +333,8 @@ def activate_cmd(
     _write_license(t, signing_key, bind_to(req), output, not_before, expires)
 
 
-@app.command("verify-report")
-def verify_report(
-    report: Annotated[Path, typer.Argument(help="A signed report or usage export (DSSE).")],
-    license_file: Annotated[
-        Path | None, typer.Option("--license", help="The install's bound license.")
-    ] = None,
-    install_key: Annotated[
-        str | None, typer.Option("--install-key", help="Install public key (base64).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
-) -> None:
-    """Check that REPORT was signed by the install a license is bound to (exit 4 if not)."""
-    if license_file is not None:
-        data = dsse.Envelope.loads(read_file(license_file, "license")).payload_json()
-        claims = LicenseClaims.from_json(data)
-        if claims.binding.mode != "install":
-            raise UsageError(f"license {license_file} is floating; pass --install-key")
-        install_key = claims.binding.install_public_key
-    if not install_key:
-        raise UsageError("give --license LICENSE.json or --install-key BASE64")
-    pub = decode_public(install_key, "--install-key")
-    envelope = dsse.Envelope.loads(read_file(report, "report"))
-    try:
-        keyid = dsse.verify(envelope, {key_id(pub): pub})
-    except IntegrityError as err:
-        raise IntegrityError(f"report {report}: {err}") from None
-    payload = envelope.payload_json()
-    subjects = payload.get("subject", []) if isinstance(payload, dict) else []
-    result = {"ok": True, "payloadType": envelope.payload_type, "keyid": keyid, "subject": subjects}
-    if as_json:
-        typer.echo(json.dumps(result, indent=2))
-    else:
-        typer.echo(f"{report}: OK, {envelope.payload_type} signed by install {keyid}")
+app.command("verify-report")(verify_report_cmd)
+app.command("audit")(audit_cmd)
 
 
 @licensee_app.command("add")

@@ -14,13 +14,13 @@ from luminal.licensing import dsse
 from luminal.licensing.home import Home
 from luminal.licensing.identity import load_or_create
 from luminal.metering.report import sign_and_write
-from tests.helpers.bench_helpers import PRICING, fake_run, honest
+from tests.helpers.bench_helpers import fake_run, honest, licensed_terms
 
 
 @pytest.fixture
 def report(tmp_path: Path) -> Path:
     path = tmp_path / "report.json"
-    sign_and_write(fake_run(honest(2.0, 0.02), sigma=0.02, pricing=PRICING), path)
+    sign_and_write(fake_run(honest(2.0, 0.02), sigma=0.02, terms=licensed_terms("1.50")), path)
     return path
 
 
@@ -111,7 +111,7 @@ def test_an_invalid_run_fails_the_gate_with_exit_5(cli, tmp_path: Path) -> None:
     from tests.helpers.bench_helpers import WrongArm
 
     path = tmp_path / "bad.json"
-    sign_and_write(fake_run(lambda c: WrongArm(c, 500_000)), path)
+    sign_and_write(fake_run(lambda c: WrongArm(c, 500_000), terms=licensed_terms()), path)
     rc, out, _ = cli("report", "verify", path)
     assert rc == 0 and "INVALID" in out  # authentic and consistent, but INVALID
     rc, _, err = cli("report", "verify", path, "--fail-below", "1.0")
