@@ -14,7 +14,14 @@ from luminal.compiler.ir import DType, TensorSpec
 from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import inputs
 from luminal.metering.bench.method import MethodSettings
-from luminal.metering.bench.run import BenchRun, Scenario, Skipped, execute
+from luminal.metering.bench.run import (
+    BenchRequest,
+    BenchRun,
+    Scenario,
+    Skipped,
+    execute,
+    reproduction,
+)
 from luminal.references.parity import Tolerance
 
 SPECS = (TensorSpec("x", (2, 4), DType.F32),)
@@ -129,11 +136,12 @@ def fake_run(
     pricing: Mapping[str, str] | None = None,
     terms: BillingTerms | None = None,
     fingerprint: str = "0" * 32,
+    baseline_seed: int = 1,
 ) -> BenchRun:
     """A complete benchmark run on fake arms and a fake clock, shaped like `run_bench`'s;
     `terms` (from a license: `licensed_terms`) replace `pricing` and name the license."""
     clock = FakeClock()
-    base = FakeArm(clock, baseline_ns, sigma=sigma, seed=1)
+    base = FakeArm(clock, baseline_ns, sigma=sigma, seed=baseline_seed)
     sets = inputs.seeded(SPECS, 0, 4)
     scenarios = [
         Scenario("latency", 2, base, candidate(clock), sets),
@@ -166,6 +174,7 @@ def fake_run(
             "source": None,
         },
         inputs=sets.describe(),
+        request=reproduction(BenchRequest(Path("model.lmnl"), scenarios=("latency",))),
         license=terms.license.to_json() if terms else None,
         pricing=terms.pricing_json() if terms else dict(pricing) if pricing else None,
     )
@@ -188,8 +197,10 @@ PRICING = {
 _TOL = {"f32": Tolerance(1e-4, 1e-5), "f64": Tolerance(1e-7, 1e-10)}
 
 
-def honest(speedup: float = 2.0, sigma: float = 0.0) -> Callable[[FakeClock], FakeArm]:
-    return lambda clock: FakeArm(clock, 1_000_000 / speedup, sigma=sigma, seed=2)
+def honest(
+    speedup: float = 2.0, sigma: float = 0.0, seed: int = 2
+) -> Callable[[FakeClock], FakeArm]:
+    return lambda clock: FakeArm(clock, 1_000_000 / speedup, sigma=sigma, seed=seed)
 
 
 def licensed_terms(price_per_hour: str | None = None) -> BillingTerms:

@@ -1,8 +1,8 @@
 """A vendor's audit: re-run a customer's bench on an equivalent machine, compare the claim.
 
     report (verified)  --request, method, tolerances-->  BenchRequest  --run_bench-->  raw
-    claimed speedup (report's results)      reproduced interval (derive(raw))
-              \\_____________ inside [lower, upper]? _____________/
+    claimed speedup (report's results)        reproduced interval (derive(raw))
+              \\_________ inside [lower, upper]? (`AuditResult.finding`) _/
 
 A report re-derived from rewritten timings and re-signed with the install key the license
 binds passes every signature and arithmetic check: that key is on the customer's disk.  What
@@ -61,9 +61,9 @@ def speedup_claim(results: Mapping[str, Any], scenario: str | None = None) -> Sp
 
 
 class Finding(Enum):
-    WITHIN = "within"  # the claim lies inside the reproduced interval
+    WITHIN = "within"  # the claimed speedup lies inside the reproduced interval
     ABOVE = "above"  # the customer claims more speedup than the vendor reproduced
-    BELOW = "below"  # the customer claims less (not in the vendor's favour, still outside)
+    BELOW = "below"  # the customer claims less (a smaller fee than the savings earn)
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,14 @@ class AuditResult:
 
     @property
     def finding(self) -> Finding:
+        """Where the claimed point lies against the reproduced interval.
+
+        Two runs on one machine can differ by more than either run's own interval says
+        (measured on a loaded 2-core machine: a 3x8 Gemm's points spread over 10% between
+        1 s runs, each interval +-5%; a 64x256 MatMul's points within 3%), so an audit is
+        meaningful on a model whose calls take tens of microseconds or more, on a quiet
+        machine like the report's.
+        """
         if self.claimed.point > self.reproduced.upper:
             return Finding.ABOVE
         if self.claimed.point < self.reproduced.lower:

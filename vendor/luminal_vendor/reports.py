@@ -8,7 +8,8 @@
     audit REPORT --license L --artifact A --model M [--inputs I]
                                         all of the above, then the same bench re-run here:
                                         exit 0 when the claimed speedup lies within the
-                                        reproduced interval, exit 1 when it does not
+                                        reproduced interval, exit 1 when it lies
+                                        above or below
 
 A customer's own verify trusts what its install trusts; the vendor's trusts its release
 roots, so a license signed by a key the customer made (or not signed at all) is refused.
@@ -114,8 +115,8 @@ def audit_cmd(
     """Verify REPORT, re-run its bench here, and say whether its claim is reproduced.
 
     Exit 0 when the claimed speedup lies within the reproduced confidence interval; exit 1
-    when it lies outside (above: the customer claims more than was reproduced); exit 4 when
-    the report does not verify or the files are not the ones it measured.
+    when it lies above or below it; exit 4 when the report does not verify or the files are not
+    the ones it measured. Run it on a machine equivalent to the report's (`machine`).
     """
     verified = _verify(
         report, license_file, install_key, trust_keys, Evidence((), artifact, model, inputs)
@@ -126,15 +127,15 @@ def audit_cmd(
         typer.echo(json.dumps({"report": str(report), **result.to_json()}, indent=2))
     else:
         typer.echo(
-            f"{report}: claimed {c.scenario} speedup {c.point:.3f}x "
-            f"[{c.lower:.3f}, {c.upper:.3f}]; reproduced {r.point:.3f}x "
-            f"[{r.lower:.3f}, {r.upper:.3f}] ({result.verdict}): "
-            + ("the claim is within the reproduced interval" if result.agrees else "")
+            f"{report}: claimed {c.scenario} speedup {c.point:.3f}x [{c.lower:.3f}, "
+            f"{c.upper:.3f}]; reproduced {r.point:.3f}x [{r.lower:.3f}, {r.upper:.3f}] "
+            f"({result.verdict}): the claim is {result.finding.value} the reproduced interval"
         )
     if not result.agrees:
         typer.echo(
-            f"error: the claimed speedup {c.point:.3f}x is {result.finding.value} the reproduced "
-            f"interval [{r.lower:.3f}, {r.upper:.3f}]",
+            f"error: the claimed speedup {c.point:.3f}x lies {result.finding.value} the "
+            f"reproduced interval [{r.lower:.3f}, {r.upper:.3f}]: "
+            "the report's timings are not what this bench measures",
             err=True,
         )
         raise typer.Exit(1)
