@@ -61,7 +61,7 @@ from luminal_vendor.issuer import (
     clock_reset_token,
     issue,
 )
-from luminal_vendor.reports import audit_cmd, verify_report_cmd
+from luminal_vendor.reports import audit_cmd, verify_report_cmd, verify_usage_cmd
 
 
 class _Group(TyperGroup):
@@ -334,6 +334,7 @@ def activate_cmd(
 
 
 app.command("verify-report")(verify_report_cmd)
+app.command("verify-usage")(verify_usage_cmd)
 app.command("audit")(audit_cmd)
 
 
