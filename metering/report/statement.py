@@ -5,7 +5,11 @@
                  {"name": "baseline-model:model.onnx", "digest": {"sha256": ...}},
                  {"name": "inputs", "digest": {"sha256": ...}}],
      "predicateType": PREDICATE_TYPE,
-     "predicate": {raw data ..., "signer": {...}, "results": derive(raw)}}
+     "predicate": {raw data ..., "license": {"id", "sha256"}, "pricing": {terms},
+                   "request": {what was asked}, "signer": {...}, "results": derive(raw)}}
+
+The terms are the license's (`licensing.terms`), never the report's own; `verify` checks
+them against the license, and the signer against the install key the license binds.
 
 The envelope's payload type is `application/vnd.in-toto+json`; the signature is Ed25519
 over DSSE's pre-authentication encoding, by the install key in `$LUMINAL_HOME` (made on
@@ -30,7 +34,7 @@ from luminal.metering.bench.run import BenchRun
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://luminal.dev/attestations/bench/v1"
-SCHEMA = "luminal.bench-report/v1"
+SCHEMA = "luminal.bench-report/v2"
 
 
 def build(run: BenchRun, identity: InstallIdentity) -> dict[str, Any]:
