@@ -132,3 +132,36 @@ def test_the_install_key_is_made_on_first_use(tmp_path: Path, monkeypatch) -> No
     key = home / "install.key"
     assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
     assert statement["predicate"]["signer"]["keyid"] == load_or_create(Home.resolve()).keyid
+
+
+def test_a_real_report_carries_what_a_re_run_needs(cli, gemm_artifact, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import hashlib
+
+    from luminal.metering.report import read
+
+    artifact, model, _ = gemm_artifact
+    out = tmp_path / "r.json"
+    quick = ("--duration", "0.2", "--min-runs", "10", "--min-blocks", "3", "--block-ms", "2")
+    rc, _, err = cli("bench", artifact, "--model", model, "--threads", "1", "-o", out, *quick)
+    assert rc in (0, 5), err  # a short run on a shared machine may be INVALID
+    _, statement = read(out)
+    p = statement["predicate"]
+
+    def sha(f: Path) -> str:
+        return hashlib.sha256(f.read_bytes()).hexdigest()
+
+    assert p["candidate"]["artifact_digests"][0]["sha256"] == sha(artifact)
+    assert p["baseline"]["model_sha256"] == sha(model)
+    assert p["request"]["baseline"] == "onnxruntime" and p["request"]["threads"] == 1
+    assert p["request"]["scenarios"] == ["latency", "throughput"] and p["request"]["seed"] == 0
+    assert p["method"]["min_blocks"] == 3 and p["method"]["tolerances"]
+    assert p["machine"]["cpu"]["model"] and p["machine"]["cpu"]["logical_cores"] >= 1
+    assert p["conditions"]["threads"] == 1 and p["conditions"]["affinity"]
+    assert p["software"]["compiler_version"] and p["software"]["onnxruntime"]
+    license_file = Home.resolve().license
+    assert p["license"] == {
+        "id": json.loads(dsse.Envelope.loads(license_file.read_bytes()).payload)["license_id"],
+        "sha256": sha(license_file),
+    }
+    rc, out_text, err = cli("report", "verify", out, "--artifact", artifact, "--model", model)
+    assert rc == 0 and "evaluation terms, not billable" in out_text, err
