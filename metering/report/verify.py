@@ -33,7 +33,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from luminal.errors import IntegrityError, LuminalError, UsageError
+from luminal.errors import IntegrityError, LicenseError, LuminalError, UsageError
 from luminal.licensing import dsse
 from luminal.licensing.home import Home, read_file
 from luminal.licensing.identity import existing
@@ -93,13 +93,18 @@ def verify(
         if key is None and default_key and lic.claims.binding.mode == "floating":
             key = _install_key()
         signer = signer_key(lic, predicate, key)
-    except IntegrityError as err:
+    except (IntegrityError, LicenseError) as err:
         raise IntegrityError(f"report {path}: {err}") from None
+    except (AttributeError, TypeError) as err:
+        raise IntegrityError(f"report {path}: predicate.signer is malformed ({err})") from None
     try:
         keyid = dsse.verify(envelope, {key_id(signer): signer})
     except IntegrityError as err:
-        raise IntegrityError(f"report {path}: {err} (not the install the license binds)") from None
-    if predicate.get("signer", {}).get("keyid") != keyid:
+        unknown = "unknown key" in str(err)
+        why = f" ({'not' if unknown else 'by'} the install the license binds)"
+        raise IntegrityError(f"report {path}: {err}{why}") from None
+    named = predicate.get("signer")
+    if not isinstance(named, dict) or named.get("keyid") != keyid:
         raise IntegrityError(
             f"report {path}: names signer {predicate.get('signer')}, signed by {keyid}"
         )
@@ -111,6 +116,8 @@ def verify(
         )
     except IntegrityError as err:
         raise IntegrityError(f"report {path}: {err}") from None
+    except (AttributeError, TypeError, KeyError) as err:
+        raise IntegrityError(f"report {path}: a predicate field is malformed ({err!r})") from None
     try:
         recomputed = json.loads(json.dumps(derive(predicate)))
     except (LuminalError, KeyError, TypeError, ValueError, IndexError) as err:

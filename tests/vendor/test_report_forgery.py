@@ -228,3 +228,18 @@ def test_price_per_hour_needs_an_evaluation_license(
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@BOTH
+def test_a_malformed_predicate_is_one_line_exit_4(cli, customer: Customer, check) -> None:  # type: ignore[no-untyped-def]
+    def garble(s: dict[str, Any]) -> None:
+        s["predicate"]["candidate"] = "not an object"
+
+    statement = json.loads(dsse.Envelope.loads(customer.report.read_bytes()).payload)
+    garble(statement)  # not re-derivable: sign it as it is
+    forged = customer.report.with_name("garbled.json")
+    forged.write_bytes(
+        customer.identity.sign(dsse.REPORT_TYPE, json.dumps(statement).encode()).dumps()
+    )
+    rc, _, err = check(cli, customer, forged)
+    assert rc == 4 and len(err.strip().splitlines()) == 1, err
