@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from luminal.errors import InvalidResult, UsageError
+from luminal.licensing.evaluation import TERMS_NOTE
 from luminal.licensing.home import write_atomic
+from luminal.licensing.terms import TermsKind
 from luminal.metering import report
 from luminal.metering.report import html, junit, markdown
 from luminal.metering.report.view import STAT_COLUMNS, fmt_speedup, view
@@ -216,3 +218,6 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     console.print(f"speedup: {fmt_speedup(v.headline)}", highlight=False)
     console.print(v.savings_line, highlight=False)
+    pricing = statement["predicate"].get("pricing") or {}
+    if pricing.get("terms") == TermsKind.EVALUATION.value:
+        console.print(f"[yellow]terms:[/] {TERMS_NOTE} ({pricing.get('source')})", highlight=False)

@@ -165,3 +165,5 @@ def test_a_real_report_carries_what_a_re_run_needs(cli, gemm_artifact, tmp_path:
     }
     rc, out_text, err = cli("report", "verify", out, "--artifact", artifact, "--model", model)
     assert rc == 0 and "evaluation terms, not billable" in out_text, err
+    rc, out_text, _ = cli("report", "show", out)
+    assert rc == 0 and "terms: evaluation terms: not a production license" in out_text
