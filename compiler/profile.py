@@ -231,9 +231,6 @@ def _measure(
 ) -> Profile:
     """`plain` is the artifact without timers (its pool starts on its first run, inside
     the thread setting, as the profiled build's does)."""
-    from luminal.compiler.search.kernels import device_machine
-    from luminal.compiler.search.tunedb import TuningDB
-
     sched = request.sched
     feeds = random_inputs(sched.graph.input_specs())
     backend = target.backend
@@ -243,19 +240,7 @@ def _measure(
         timed_seconds, runs = _time(timed.run, feeds, seconds / 2, timed.reset_timers)
         end_to_end, _ = _time(plain.run, feeds, seconds / 2)
         per_kernel = [s / runs for s in timed.kernel_seconds()]
-    tuner = backend.tuner(request)
-    if tuner is None:
-        raise UsageError(f"target '{target.name}' has no roofline calibration")
-    named = request.options.tuning_db
-    try:
-        db: TuningDB | None = TuningDB(Path(named) if named else None)
-    except UsageError:  # the default database cannot be opened: calibrate without it
-        db = None
-    try:
-        machine = device_machine(db, tuner)
-    finally:
-        if db is not None:
-            db.close()
+    machine = roofline_machine(target, request)
     total = max(sum(per_kernel), 1e-12)
     rows = []
     for kernel, spent in zip(sched.kernels, per_kernel, strict=True):
@@ -278,6 +263,27 @@ def _measure(
     return Profile(
         what, target.name, threads, runs, tuple(rows), end_to_end, timed_seconds, machine
     )
+
+
+def roofline_machine(target: Target, request: Request) -> Machine:
+    """The target's roofline calibration (peak GFLOP/s, bandwidth), as its search measured
+    and keeps it in the tuning database (`search.kernels.device_machine`)."""
+    from luminal.compiler.search.kernels import device_machine
+    from luminal.compiler.search.tunedb import TuningDB
+
+    tuner = target.backend.tuner(request)
+    if tuner is None:
+        raise UsageError(f"target '{target.name}' has no roofline calibration")
+    named = request.options.tuning_db
+    try:
+        db: TuningDB | None = TuningDB(Path(named) if named else None)
+    except UsageError:  # the default database cannot be opened: calibrate without it
+        db = None
+    try:
+        return device_machine(db, tuner)
+    finally:
+        if db is not None:
+            db.close()
 
 
 def _time(
@@ -317,4 +323,11 @@ def _threads(threads: int | None) -> Iterator[None]:
             os.environ["LUMINAL_NUM_THREADS"] = before
 
 
-__all__ = ["SCHEMA", "KernelProfile", "Profile", "profile_artifact", "profile_model"]
+__all__ = [
+    "SCHEMA",
+    "KernelProfile",
+    "Profile",
+    "profile_artifact",
+    "profile_model",
+    "roofline_machine",
+]

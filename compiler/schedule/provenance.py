@@ -32,9 +32,18 @@ def kernel_origins(sched: Schedule, kernel: Kernel) -> tuple[str, ...]:
             seen.discard(i)
             continue
         stack.extend(node.src)
+    # A node made of constants only (a broadcast zero, a reshaped bias) is shared by every
+    # source node that used it; the node that combines it with data names the kernel.
+    dynamic: dict[int, bool] = {}
+    for i in sorted(seen):
+        dynamic[i] = (
+            any(dynamic.get(s, g.nodes[s].op is not Op.CONST) for s in g.nodes[i].src)
+            or not g.nodes[i].src
+        )
     names: dict[str, None] = {}
     for i in sorted(seen):
-        names.update(dict.fromkeys(g.origins.get(i, ())))
+        if dynamic[i]:
+            names.update(dict.fromkeys(g.origins.get(i, ())))
     return tuple(names)
 
 
