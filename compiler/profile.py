@@ -158,7 +158,8 @@ def profile_model(
         assert result.schedule is not None
         from luminal.compiler.runtime.session import load
 
-        request = Request(result.schedule, options, target.device, result.variants)
+        built_with = dataclasses.replace(options, target=target.name)  # as compile_model did
+        request = Request(result.schedule, built_with, target.device, result.variants)
         return _measure(model.source, load(out), target, request, seconds, threads)
 
 

@@ -116,3 +116,13 @@ def test_artifact_without_its_source_says_what_to_pass(model: Path, tmp_path: Pa
     with pytest.raises(UsageError, match="profile the model file instead") as err:
         profile_artifact(out, {}, seconds=0.05)
     assert "\n" not in str(err.value)
+
+
+def test_torch_kernels_name_their_fx_nodes() -> None:
+    import torch
+
+    from luminal.compiler.frontend.torch import from_module
+
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    sched = schedule(from_module(m.eval(), (torch.randn(2, 8),)).graph)
+    assert [kernel_origins(sched, k) for k in sched.kernels] == [("addmm", "relu"), ("addmm_1",)]
