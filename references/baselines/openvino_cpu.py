@@ -94,7 +94,9 @@ def _read_back(compiled: Any, props: Mapping[str, object]) -> dict[str, str]:
     out = {}
     for key in props:
         try:
-            out[key] = str(compiled.get_property(key))
+            value = compiled.get_property(key)
+            name = getattr(value, "get_type_name", None)  # an element type: its short name
+            out[key] = name() if callable(name) else str(value)
         except Exception:  # a write-only or device-specific property
             out[key] = str(props[key])
     return out
