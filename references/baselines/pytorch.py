@@ -145,6 +145,7 @@ def load_factory(path: Path, factory: str | None) -> tuple[Any, str]:
     if spec is None or spec.loader is None:
         raise UsageError(f"{path}: not a Python file Python can import")
     code = importlib.util.module_from_spec(spec)
+    sys.modules[name] = code  # as an import would: dataclasses and pickling look it up
     sys.path.insert(0, str(path.resolve().parent))  # so the file imports its neighbours
     try:
         spec.loader.exec_module(code)
