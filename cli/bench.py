@@ -19,7 +19,7 @@ from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
 from luminal.metering.bench.outputs import parse_tolerances
 from luminal.metering.report import sign_and_write
-from luminal.references.baselines import registry
+from luminal.references.baselines import registry, split_module_ref
 
 TARGET = "cpu"
 
@@ -29,14 +29,21 @@ def bench_cmd(
         Path, typer.Argument(help="A compiled .lmnl artifact, or a model with --compile-first.")
     ],
     baseline: Annotated[
-        str, typer.Option("--baseline", "-b", help="onnxruntime, torch, torch-compile, tvm, ...")
+        str,
+        typer.Option(
+            "--baseline", "-b", help="onnxruntime, torch, torch-compile, openvino, tvm, ..."
+        ),
     ] = "onnxruntime",
     compile_first: Annotated[
         bool, typer.Option("--compile-first", help="Compile the model file first, beside -o.")
     ] = False,
     model: Annotated[
-        Path | None,
-        typer.Option("--model", help="The baseline's model (default: the artifact's source)."),
+        str | None,
+        typer.Option(
+            "--model",
+            help="The baseline's model (default: the artifact's source); for torch and "
+            "torch-compile, FILE.py:FACTORY times your own nn.Module, FACTORY() built.",
+        ),
     ] = None,
     output: Annotated[
         Path | None,
@@ -72,6 +79,13 @@ def bench_cmd(
         list[str] | None,
         typer.Option("--baseline-opt", help="KEY=VALUE for the baseline (repeatable)."),
     ] = None,
+    baseline_options: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline-options",
+            help="FILE.json of the baseline's own options, e.g. ONNX Runtime SessionOptions.",
+        ),
+    ] = None,
     price_per_hour: Annotated[
         str | None,
         typer.Option(help="Device price per hour (default: the license's price book)."),
@@ -96,6 +110,10 @@ def bench_cmd(
       luminal bench model.lmnl --baseline onnxruntime -o report.json
 
       luminal bench model.onnx --compile-first --duration 30 --fail-below 1.2
+
+      luminal bench model.lmnl -b torch --model net.py:build_model
+
+      luminal bench model.lmnl -b onnxruntime --baseline-options ort.json
     """
     modes = {
         "both": ("latency", "throughput"),
@@ -111,10 +129,16 @@ def bench_cmd(
     for warning in status.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     out = output or target.with_suffix(".report.json")
+    settings = _pairs(baseline_opt)
+    model_path, factory = split_module_ref(model) if model is not None else (None, None)
+    if factory is not None:
+        if "factory" in settings:
+            raise UsageError("--model FILE.py:FACTORY and --baseline-opt factory= both name one")
+        settings["factory"] = factory
     request = BenchRequest(
         target=target,
         baseline=baseline,
-        model=model,
+        model=model_path,
         compile_first=compile_first,
         work_dir=out.parent,
         scenarios=modes[scenario],
@@ -134,7 +158,8 @@ def bench_cmd(
             seed=seed,
         ),
         tolerances=parse_tolerances(tol),
-        baseline_settings=_pairs(baseline_opt),
+        baseline_settings=settings,
+        baseline_options=baseline_options,
         dims=parse_dims(dim),
         pricing=_pricing(status, price_per_hour),
         trust_unsigned=trust_unsigned,

@@ -32,7 +32,13 @@ from luminal.metering.bench.audit import test01, test04
 from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
 from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, OutputCheck, check_outputs, merge
 from luminal.metering.bench.results import BASELINE, CANDIDATE
-from luminal.references.baselines import BaselineOptions, check_model, open_baseline, versions
+from luminal.references.baselines import (
+    BaselineOptions,
+    check_model,
+    open_baseline,
+    read_options_file,
+    versions,
+)
 from luminal.references.parity import Tolerance
 
 SCENARIOS = ("latency", "throughput")
@@ -57,6 +63,7 @@ class BenchRequest:
     method: MethodSettings = field(default_factory=MethodSettings)
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     baseline_settings: Mapping[str, str] = field(default_factory=dict)
+    baseline_options: Path | None = None  # the baseline's own options file (JSON)
     dims: Mapping[str, int] = field(default_factory=dict)
     pricing: Mapping[str, str] | None = None
     trust_unsigned: bool = False  # load an unsigned or untrusted artifact (`--trust-unsigned`)
@@ -97,8 +104,10 @@ def run_bench(
     load_start = environment.load_average()
     artifact, model = _artifact_and_model(req, progress)
     session = luminal.load(artifact, trust_unsigned=req.trust_unsigned)
+    options_file = read_options_file(req.baseline_options) if req.baseline_options else None
+    config = options_file.config if options_file else {}
     baseline, runner = open_baseline(
-        req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings)
+        req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings, config)
     )
     sets = (
         inputs.from_file(req.inputs, session.inputs)
@@ -135,6 +144,8 @@ def run_bench(
         "settings": dict(req.baseline_settings),
         "info": dict(runner.info),
     }
+    if options_file:
+        data["baseline"]["options_file"] = options_file.to_json()
     data["candidate"] = {
         "name": "luminal",
         "artifacts": [str(a) for a in artifacts],
@@ -145,6 +156,13 @@ def run_bench(
     data["pricing"] = dict(req.pricing) if req.pricing else None
     subjects = [_subject(f"artifact:{a.name}", a) for a in artifacts]
     subjects.append(_subject(f"baseline-model:{model.name}", model))
+    if options_file:
+        subjects.append(
+            {
+                "name": f"baseline-options:{options_file.path.name}",
+                "digest": {"sha256": options_file.sha256},
+            }
+        )
     subjects.append({"name": "inputs", "digest": {"sha256": sets.digest}})
     if req.inputs:
         subjects.append(_subject(f"inputs-file:{req.inputs.name}", req.inputs))
