@@ -12,10 +12,14 @@ from onnx import helper, numpy_helper
 
 from luminal.metering.report import read
 
-# Short, on a shared 2-core machine: spread and the caching audit may fail from noise, so
-# these tests accept exactly those failures and nothing else (the fake-clock tests pin them).
-QUICK = ("--duration", "0.3", "--min-runs", "20", "--min-blocks", "5", "--block-ms", "3")
-NOISE = {"latency.spread", "throughput.spread", "test04"}
+# Short, on a shared 2-core machine: the timed phase is capped at 1 s, so the speedup
+# interval may stay wider than the target; these tests accept exactly that failure and
+# nothing else (the fake-clock tests pin the method itself).
+QUICK = (
+    *("--duration", "0.3", "--max-duration", "1", "--min-runs", "20", "--min-blocks", "5"),
+    *("--block-ms", "3"),
+)
+NOISE = {"latency.interval", "throughput.interval"}
 
 
 def _mlp(path: Path, seed: int) -> Path:
