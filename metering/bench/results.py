@@ -16,7 +16,7 @@ import numpy as np
 
 from luminal.licensing.pricing import quote
 from luminal.metering.bench import stats
-from luminal.metering.bench.audit import Caching, caching
+from luminal.metering.bench.audit import Caching, caching, fresh_over_repeated
 from luminal.metering.bench.validity import judge
 
 BASELINE, CANDIDATE = "baseline", "luminal"
@@ -43,11 +43,7 @@ def derive(raw: Mapping[str, Any]) -> dict[str, Any]:
             "speedup": speedups[name].to_json(),
         }
     t04 = raw["audit"]["test04"]
-    ratio04 = (
-        stats.paired_blocks(t04["fresh_ns"], t04["repeated_ns"], confidence)
-        if t04.get("fresh_ns") and t04.get("repeated_ns")
-        else None
-    )
+    ratio04 = fresh_over_repeated(t04.get("fresh_ns"), t04.get("repeated_ns"), confidence)
     cached = caching(ratio04, method["audit_threshold"])
     validity = judge(raw, arm_stats, speedups, ratio04, cached)
     headline = None

@@ -199,7 +199,7 @@ def execute(
         sc = ran[0]
         if progress:
             progress("audit TEST04", 0.0, "")
-        block = max(1, len(fresh) // 10)
+        block = max(1, len(fresh) // 20)  # 20 pairs of blocks for TEST04's interval
         timings = test04(sc.candidate, sc.inputs.sets[0], fresh, block, clock=clock)
         t04 = {"scenario": sc.name, "runs": len(fresh), **timings.to_json()}
         if progress:

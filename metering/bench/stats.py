@@ -78,6 +78,12 @@ def block_means(blocks: Blocks) -> np.ndarray:
     return np.array([float(np.sum(b, dtype=np.int64)) / len(b) for b in blocks], np.float64)
 
 
+def block_medians(blocks: Blocks) -> np.ndarray:
+    """Median run time of each block, in ns (TEST04's statistic: a cache makes every
+    repeated run fast, so the typical run shows it, and a stall of the machine does not)."""
+    return np.array([float(np.median(np.asarray(b, np.float64))) for b in blocks], np.float64)
+
+
 def cv(values: np.ndarray) -> float:
     """Coefficient of variation: sample standard deviation over mean (0 for < 2 values)."""
     if values.size < 2 or float(values.mean()) == 0.0:

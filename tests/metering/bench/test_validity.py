@@ -12,7 +12,6 @@ import numpy as np
 from luminal.metering.bench import audit, derive, inputs
 from luminal.metering.bench.audit import Caching, caching
 from luminal.metering.bench.method import MethodSettings
-from luminal.metering.bench.stats import paired_blocks
 from tests.helpers.bench_helpers import (
     FAST,
     PRICING,
@@ -144,7 +143,7 @@ def _test04(arm: FakeArm, clock: FakeClock) -> Caching:
     sets = inputs.seeded(SPECS, 0, 1).sets
     arm(sets[0])  # the repeated input has been seen, as in the timed phase
     t = audit.test04(arm, sets[0], inputs.fresh(SPECS, 100), 10, clock=clock)
-    return caching(paired_blocks(t.fresh, t.repeated), FAST.audit_threshold)
+    return caching(audit.fresh_over_repeated(t.fresh, t.repeated, 0.95), FAST.audit_threshold)
 
 
 def test_test04_never_accuses_on_pure_noise() -> None:
