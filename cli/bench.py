@@ -155,11 +155,12 @@ def bench_cmd(
         phases: list[tuple[str, str]] = []  # (phase, its latest detail)
 
         def progress(phase: str, done: float, detail: str) -> None:
-            if phases and phases[-1][0] != phase:
-                console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
-            if not phases or phases[-1][0] != phase:
+            if phases and phases[-1][0] == phase:
+                phases[-1] = (phase, detail or phases[-1][1])
+            else:
+                if phases:
+                    console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
                 phases.append((phase, detail))
-            phases[-1] = (phase, detail or phases[-1][1])
             label = _phase_line(phase, detail)
             bar.update(task, description=label, total=100, completed=round(100 * done))
 

@@ -185,8 +185,9 @@ def _interval(
             else f"wider than the ±{target:.0%} needed to bill on"
         )
         + f" ({r.pairs} paired blocks; CV of block means {cvs})",
-        f"run longer with --duration {_nice(needed)}, pin cores nothing else uses with --cpus, "
-        "or stop other work on the machine",
+        f"run longer with --duration {_nice(needed)}"
+        + (", use longer blocks with --block-ms 200" if method["block_s"] < 0.2 else "")
+        + ", pin cores nothing else uses with --cpus, or stop other work on the machine",
     )
 
 

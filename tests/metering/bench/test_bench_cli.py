@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,12 @@ def test_compile_first_bench_with_both_scenarios(cli, models, tmp_path: Path) ->
     assert _failed(out) <= NOISE, err
     assert (rc == 0) == (not _failed(out))
     assert "latency (batch 2)" in stdout and "throughput (batch 8)" in stdout
+    # not a terminal: one line per finished phase, as `luminal compile` prints them
+    for line in ("✓ compile a.lmnl", "✓ parity (latency): 8 input sets", "✓ audit TEST04"):
+        assert line in err
+    assert re.search(r"✓ timed \(throughput\): \d+ blocks, speedup interval ±[\d.]+%", err)
+    if rc == 5:  # INVALID: why and what to do, no speedup
+        assert "INVALID: why" in stdout and "To fix:" in stdout and "speedup 1." not in stdout
     assert (tmp_path / "a.lmnl").is_file() and (tmp_path / "a.b8.lmnl").is_file()
     _, statement = read(out)
     p = statement["predicate"]
