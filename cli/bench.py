@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from luminal import licensing
+from luminal.cli.compile import progress_bar
 from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
@@ -69,9 +69,17 @@ def bench_cmd(
         int | None, typer.Option(help="Threads for both arms (default: CPUs available).")
     ] = None,
     cpus: Annotated[str | None, typer.Option(help="Pin to these CPUs, e.g. 0-3.")] = None,
-    max_cv: Annotated[
-        float, typer.Option(help="Largest coefficient of variation of block means.")
-    ] = 0.10,
+    target_halfwidth: Annotated[
+        float,
+        typer.Option(
+            help="Bill only when the speedup interval is this narrow (relative half-width); "
+            "the timed phase runs until it is."
+        ),
+    ] = 0.05,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(help="Cap of the timed phase, seconds (default max(3 x, +60 s) duration)."),
+    ] = None,
     tol: Annotated[
         list[str] | None, typer.Option("--tol", help="Tolerance DTYPE=RTOL,ATOL (repeatable).")
     ] = None,
@@ -154,7 +162,8 @@ def bench_cmd(
             min_runs=min_runs,
             min_blocks=min_blocks,
             block_s=block_ms / 1e3,
-            max_cv=max_cv,
+            target_halfwidth=target_halfwidth,
+            max_duration_s=max_duration,
             seed=seed,
         ),
         tolerances=parse_tolerances(tol),
@@ -164,20 +173,25 @@ def bench_cmd(
         pricing=_pricing(status, price_per_hour),
         trust_unsigned=trust_unsigned,
     )
-    with Progress(
-        TextColumn("{task.description:<28}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("preparing", total=1.0)
+    with progress_bar(console) as bar:
+        # as `luminal compile`: a bar on a terminal, and one line per finished phase (all a
+        # CI log, which is not a terminal, shows)
+        task = bar.add_task("preparing", total=None)
+        phases: list[tuple[str, str]] = []  # (phase, its latest detail)
 
-        def progress(phase: str, done: float) -> None:
-            bar.update(task, description=phase, completed=done)
+        def progress(phase: str, done: float, detail: str) -> None:
+            if phases and phases[-1][0] == phase:
+                phases[-1] = (phase, detail or phases[-1][1])
+            else:
+                if phases:
+                    console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
+                phases.append((phase, detail))
+            label = _phase_line(phase, detail)
+            bar.update(task, description=label, total=100, completed=round(100 * done))
 
         run = run_bench(request, progress=progress)  # compile_model checks `compile` itself
+        if phases:
+            console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
     statement = sign_and_write(run, out)
     results = statement["predicate"]["results"]
     if as_json:
@@ -186,10 +200,17 @@ def bench_cmd(
         print_summary(Console(), statement)
         typer.echo(f"report: {out}")
     if not results["validity"]["valid"]:
+        fix = results["validity"]["fix"]
         raise InvalidResult(
-            f"the run is INVALID ({'; '.join(results['validity']['reasons'])}); report {out}"
+            f"the run is INVALID ({'; '.join(results['validity']['reasons'])})"
+            + (f"; to fix: {fix}" if fix else "")
+            + f"; report {out}"
         )
     gate(results, fail_below)
+
+
+def _phase_line(phase: str, detail: str) -> str:
+    return f"{phase}: {detail}" if detail else phase
 
 
 def _pairs(items: list[str] | None) -> dict[str, str]:

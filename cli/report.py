@@ -10,13 +10,21 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from luminal.errors import InvalidResult, UsageError
 from luminal.licensing.home import write_atomic
 from luminal.metering import report
 from luminal.metering.report import html, junit, markdown
-from luminal.metering.report.view import STAT_COLUMNS, fmt_speedup, view
+from luminal.metering.report.view import (
+    STAT_COLUMNS,
+    ReportView,
+    fmt_speedup,
+    headline_line,
+    view,
+)
 
 FORMATS = ("table", "html", "markdown", "junit", "json")
 
@@ -125,8 +133,8 @@ def verify_cmd(
     else:
         typer.echo(
             f"{path}: OK, signed by install key {verified.keyid}; {verified.compared} derived "
-            f"values recomputed from the raw timings and equal; {r['validity']['verdict']}, "
-            f"speedup {fmt_speedup(r['speedup'])}"
+            f"values recomputed from the raw timings and equal; {r['validity']['verdict']}; "
+            f"{headline_line(r)}"
         )
     gate(r, fail_below)
 
@@ -152,7 +160,7 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
     console.print(f"[bold]{v.title}[/]: [{style}]{v.verdict}[/]", highlight=False)
     for sc in v.scenarios:
         table = Table(
-            title=f"{sc.name} (batch {sc.batch}): speedup {fmt_speedup(sc.speedup)}",
+            title=f"{sc.name} (batch {sc.batch}): {sc.speedup_line}",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -173,5 +181,17 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
     console.print(checks)
     for w in v.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    console.print(f"speedup: {fmt_speedup(v.headline)}", highlight=False)
-    console.print(v.savings_line, highlight=False)
+    console.print(verdict_panel(v), highlight=False)
+
+
+def verdict_panel(v: ReportView) -> Panel:
+    """The summary's last word: a VALID run's billable speedup and savings; an INVALID run's
+    reasons in words and what to do, and no speedup at all."""
+    if v.verdict == "VALID":
+        body = Text(f"speedup {fmt_speedup(v.headline)}\n{v.savings_line}")
+        return Panel(body, title="VALID", title_align="left", border_style="green")
+    body = Text("\n".join(f"- {why}" for why in v.why))
+    if v.fix:
+        body.append(f"\nTo fix: {v.fix}", style="bold")
+    body.append("\nNo speedup is reported and nothing is billed for an INVALID run.")
+    return Panel(body, title="INVALID: why", title_align="left", border_style="red")

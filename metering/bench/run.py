@@ -189,7 +189,9 @@ def execute(
             references[sc.name].append(dict(want))
             parity.append(check_outputs(sc.candidate(feeds), want, tolerances))
             if progress:
-                progress(f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets))
+                progress(
+                    f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets), f"{k + 1} input sets"
+                )
     raw_scenarios: dict[str, Any] = {}
     samples: list[dict[str, object]] = []
     for sc in scenarios:
@@ -201,8 +203,9 @@ def execute(
             sc.inputs.sets,
             method,
             sample_arm=CANDIDATE,
+            pair=(BASELINE, CANDIDATE),
             clock=clock,
-            progress=(lambda phase, f, n=sc.name: progress(f"{phase} ({n})", f))
+            progress=(lambda phase, f, d, n=sc.name: progress(f"{phase} ({n})", f, d))
             if progress
             else None,
         )
@@ -213,12 +216,12 @@ def execute(
     if ran and fresh:
         sc = ran[0]
         if progress:
-            progress("test04", 0.0)
-        block = max(1, len(fresh) // 10)
+            progress("audit TEST04", 0.0, "")
+        block = max(1, len(fresh) // 20)  # 20 pairs of blocks for TEST04's interval
         timings = test04(sc.candidate, sc.inputs.sets[0], fresh, block, clock=clock)
         t04 = {"scenario": sc.name, "runs": len(fresh), **timings.to_json()}
         if progress:
-            progress("test04", 1.0)
+            progress("audit TEST04", 1.0, f"{len(fresh)} runs on fresh inputs, as many repeated")
     return {
         "method": {
             **method.to_json(),
@@ -273,13 +276,13 @@ def _compile(
     from luminal.compiler.pipeline import CompileOptions, compile_model
 
     if progress:
-        progress(f"compile {out.name}", 0.0)
+        progress(f"compile {out.name}", 0.0, "")
     out.parent.mkdir(parents=True, exist_ok=True)
     # As `luminal compile --budget 0`: the rewrites, and the kernels the tuning database
     # has measured on this machine; measuring itself is `luminal compile`'s job.
     compile_model(load_model(model, dims), out, CompileOptions(budget_seconds=0.0))
     if progress:
-        progress(f"compile {out.name}", 1.0)
+        progress(f"compile {out.name}", 1.0, "")
 
 
 def _batch(specs: Sequence[TensorSpec]) -> int:

@@ -4,7 +4,7 @@ its renderings.
     statement   build the Statement, sign it (DSSE, this install's Ed25519 key), write, read
     verify      check the signature and recompute every derived number from the raw timings
     view        the formatted summary the renderers share
-    html        one self-contained page with inline SVG plots
+    html        one self-contained page with inline SVG plots (`charts`)
     markdown    GitHub-flavoured markdown (for $GITHUB_STEP_SUMMARY)
     junit       JUnit XML, one test case per validity check
 """

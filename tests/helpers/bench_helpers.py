@@ -21,13 +21,18 @@ SPECS = (TensorSpec("x", (2, 4), DType.F32),)
 
 @dataclass
 class FakeClock:
+    """Moves only when an arm runs.  `drift(now)` is how much slower the whole machine is
+    at time `now` (1.0: not at all): a load that every arm running then suffers alike."""
+
     now: int = 0
+    drift: Callable[[int], float] | None = None
 
     def __call__(self) -> int:
         return self.now
 
     def advance(self, ns: float) -> None:
-        self.now += max(1, int(ns))
+        factor = self.drift(self.now) if self.drift else 1.0
+        self.now += max(1, int(ns * factor))
 
 
 def model(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -113,7 +118,6 @@ FAST = MethodSettings(
     block_s=0.01,
     settle_s=0.0,
     warmup_max_s=0.5,
-    bootstrap_resamples=2000,
     audit_samples=8,
     audit_runs=40,
 )
@@ -126,9 +130,10 @@ def fake_run(
     sigma: float = 0.0,
     method: MethodSettings = FAST,
     pricing: Mapping[str, str] | None = None,
+    drift: Callable[[int], float] | None = None,
 ) -> BenchRun:
     """A complete benchmark run on fake arms and a fake clock, shaped like `run_bench`'s."""
-    clock = FakeClock()
+    clock = FakeClock(drift=drift)
     base = FakeArm(clock, baseline_ns, sigma=sigma, seed=1)
     sets = inputs.seeded(SPECS, 0, 4)
     scenarios = [
