@@ -63,8 +63,13 @@ demo: $(STAMP) $(EXAMPLE)
 	@# The compiled example against ONNX Runtime on the original model: a signed report, its
 	@# verification (signature + every number recomputed) and its HTML page.  An INVALID run
 	@# (exit 5: e.g. a noisy machine) still writes its signed report, so the demo goes on.
+	@# Blocks of 200 ms: on a shared machine a block's noise is the stalls it catches, which
+	@# average out over a longer block (20 ms blocks reached +-8..12% in the 63 s cap on the
+	@# shared 2-core dev machine).  An evaluation demo bills on a +-10% interval (its lower
+	@# bound: wider only costs the vendor); +-5%, the default, took 60-80 s there or more.
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal bench examples/mlp.lmnl --baseline onnxruntime \
-		--duration 3 --block-ms 20 -o build/demo-report.json || test $$? -eq 5
+		--duration 20 --block-ms 200 --target-halfwidth 0.10 -o build/demo-report.json \
+		|| test $$? -eq 5
 	LUMINAL_HOME=$(DEMO_HOME) $(VENV)/bin/luminal report verify build/demo-report.json
 	$(VENV)/bin/luminal report show build/demo-report.json --format html -o build/demo-report.html
 	@echo "HTML report: $(CURDIR)/build/demo-report.html"

@@ -1,4 +1,4 @@
-"""ONNX Runtime vs PyTorch eager vs luminal on the public model suite, side by side.
+"""ONNX Runtime vs OpenVINO vs PyTorch eager vs luminal on the model suites, side by side.
 
 Method: luminal's benchmark harness (`luminal.metering.bench.method`, the one behind
 `luminal bench`; docs/benchmarking.md).  Every arm gets the same inputs and the same thread
@@ -7,9 +7,12 @@ run in interleaved rounds, in a shuffled order each round, one timed block of ab
 per arm per round, until every model has had `--duration` seconds and `--min-rounds`
 rounds.  A sample is a block's mean run time.  We report the median latency, the
 interquartile range, and each arm's median relative to ONNX Runtime's (ratio of medians).
-Outputs of every arm are checked against ONNX Runtime first.
+Outputs of every arm are checked against ONNX Runtime first.  OpenVINO (CPU, latency
+hint, f32, the same threads) is an arm when the `openvino` extra is installed.
 
     python -m benchmarks.compare                         # all four models, markdown table
+    python -m benchmarks.compare --models public         # the public suite, batch 1 and 8
+    python -m benchmarks.compare --models resnet50@8,bert --exporter dynamo
     python -m benchmarks.compare --models mlp,cnn --duration 5 --json results.json
     python -m benchmarks.compare --budget off            # luminal without the search
 
@@ -34,24 +37,58 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from luminal.metering.bench.method import MethodSettings
 
-ARMS = ("onnxruntime", "torch-eager", "luminal")
+ARMS = ("onnxruntime", "openvino", "torch-eager", "luminal")
+
+
+def _openvino(onnx_path: Path, threads: int) -> Callable[[dict[str, Any]], Any] | None:
+    """OpenVINO on the ONNX file (CPU, latency hint, f32, the same threads), or None when
+    it is not installed (the `openvino` extra)."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    compiled = ov.Core().compile_model(
+        str(onnx_path),
+        "CPU",
+        {
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_NUM_THREADS": threads,
+        },
+    )
+    request = compiled.create_infer_request()
+    return lambda feeds: request.infer(feeds)
+
+
+def _export(model: Any, path: Path, exporter: str) -> tuple[Path, str]:
+    """The model exported as asked; `auto` is the TorchScript exporter, or the dynamo one
+    for a model the TorchScript exporter cannot export (GPT-2's mask uses aten::diff)."""
+    from benchmarks.models import export_onnx
+
+    if exporter != "auto":
+        return export_onnx(model, path, exporter=exporter), exporter
+    try:
+        return export_onnx(model, path), "torchscript"
+    except Exception as err:  # the exporter's own errors have no common base
+        print(f"  TorchScript export failed ({type(err).__name__}); dynamo", file=sys.stderr)
+        return export_onnx(model, path, exporter="dynamo"), "dynamo"
 
 
 def _prepare(
-    name: str, tmp: Path, threads: int, budget: float | None
+    name: str, tmp: Path, threads: int, budget: float | None, exporter: str = "auto"
 ) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
     import onnxruntime as ort
     import torch
 
     import luminal
-    from benchmarks.models import build, example_feeds, export_onnx
+    from benchmarks.models import build, example_feeds
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.pipeline import CompileOptions, compile_model
     from luminal.references.parity import compare
 
     model = build(name)
     feeds = example_feeds(model)
-    onnx_path = export_onnx(model, tmp / f"{name}.onnx")
+    onnx_path, exported_by = _export(model, tmp / f"{name}.onnx", exporter)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -76,7 +113,9 @@ def _prepare(
     with torch.inference_mode():
         eager = module(*args)
     eager_out = {next(iter(ref)): (eager[0] if isinstance(eager, tuple) else eager).numpy()}
+    openvino = _openvino(onnx_path, threads)
     info = {
+        "exporter": exported_by,
         "compile_seconds": round(compile_s, 3),
         "warm_compile_seconds": round(warm_s, 3),
         "search": None
@@ -88,15 +127,26 @@ def _prepare(
         "parity_luminal": compare(got, ref).to_json(),
         "parity_torch": compare(eager_out, ref).to_json(),
     }
-    return {
-        "onnxruntime": lambda: sess.run(None, feeds),
-        "torch-eager": run_torch,
-        "luminal": lambda: compiled.run(feeds),
-    }, info
+    arms: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: sess.run(None, feeds)}
+    if openvino is not None:
+        got_ov = openvino(feeds)
+        info["parity_openvino"] = compare(
+            dict(zip(ref, (got_ov[o] for o in got_ov), strict=True)), ref
+        ).to_json()
+        arms["openvino"] = lambda: openvino(feeds)
+    arms["torch-eager"] = run_torch
+    arms["luminal"] = lambda: compiled.run(feeds)
+    return arms, info
 
 
 def measure(
-    name: str, duration: float, min_rounds: int, threads: int, seed: int, budget: float | None
+    name: str,
+    duration: float,
+    min_rounds: int,
+    threads: int,
+    seed: int,
+    budget: float | None,
+    exporter: str = "auto",
 ) -> dict[str, Any]:
     """The suite model `name` through luminal's benchmark harness (`metering.bench.method`):
     the same warm-up, interleaving and per-run timing as `luminal bench`."""
@@ -106,7 +156,7 @@ def measure(
         duration_s=duration, min_runs=1, min_blocks=min_rounds, seed=seed, audit_samples=0
     )
     with tempfile.TemporaryDirectory(prefix="luminal-bench-") as tmp:
-        arms, info = _prepare(name, Path(tmp), threads, budget)
+        arms, info = _prepare(name, Path(tmp), threads, budget, exporter)
         rounds, stats = time_arms(arms, settings, "onnxruntime")
     return {"model": name, "rounds": rounds, "arms": stats, **info}
 
@@ -141,35 +191,51 @@ def time_arms(
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
+    ov = any("openvino" in r["arms"] for r in results)
+    peers = ["onnxruntime", *(["openvino"] if ov else []), "torch-eager"]
+    heads = {"onnxruntime": "ORT", "openvino": "OpenVINO", "torch-eager": "torch"}
     lines = [
-        "| model | ONNX Runtime ms | torch eager ms | luminal ms | luminal / ORT | luminal / torch | parity (max abs) | compile s cold / warm |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | "
+        + " | ".join(f"{heads[p]} ms" for p in peers)
+        + " | luminal ms | "
+        + " | ".join(f"luminal / {heads[p]}" for p in peers)
+        + " | parity (max abs) | compile s cold / warm |",
+        "|---|" + "---|" * (2 * len(peers) + 3),
     ]
     for r in results:
         a = r["arms"]
 
         def cell(arm: str, a: dict[str, Any] = a) -> str:
+            if arm not in a:
+                return "-"
             s = a[arm]
             return f"{s['median_ms']:.3f} [{s['q1_ms']:.3f}-{s['q3_ms']:.3f}]"
 
+        def ratio(arm: str, a: dict[str, Any] = a) -> str:
+            return f"{a['luminal']['median_ms'] / a[arm]['median_ms']:.2f}x" if arm in a else "-"
+
         ok = "OK" if r["parity_luminal"]["ok"] else "MISMATCH"
         lines.append(
-            f"| {r['model']} | {cell('onnxruntime')} | {cell('torch-eager')} | {cell('luminal')} "
-            f"| {a['luminal']['vs_onnxruntime']:.2f}x | {a['luminal']['median_ms'] / a['torch-eager']['median_ms']:.2f}x "
-            f"| {ok} ({r['parity_luminal']['max_abs']:.2g}) | {r['compile_seconds']:.1f} / {r['warm_compile_seconds']:.1f} |"
+            f"| {r['model']} | "
+            + " | ".join(cell(p) for p in peers)
+            + f" | {cell('luminal')} | "
+            + " | ".join(ratio(p) for p in peers)
+            + f" | {ok} ({r['parity_luminal']['max_abs']:.2g}) "
+            f"| {r['compile_seconds']:.1f} / {r['warm_compile_seconds']:.1f} |"
         )
     if results:
-        ort = geomean([r["arms"]["luminal"]["vs_onnxruntime"] for r in results])
-        tor = geomean(
-            [
-                r["arms"]["luminal"]["median_ms"] / r["arms"]["torch-eager"]["median_ms"]
+        means = []
+        for p in peers:
+            xs = [
+                r["arms"]["luminal"]["median_ms"] / r["arms"][p]["median_ms"]
                 for r in results
+                if p in r["arms"]
             ]
-        )
-        lines.append(f"| geomean | | | | {ort:.2f}x | {tor:.2f}x | | |")
+            means.append(f"{geomean(xs):.2f}x" if xs else "-")
+        lines.append("| geomean | " + " | " * len(peers) + " | " + " | ".join(means) + " | | |")
     lines.append("")
     lines.append(
-        "Median per-run latency [interquartile range] over interleaved rounds; luminal / ORT < 1 means faster."
+        "Median per-run latency [interquartile range] over interleaved rounds; luminal / X < 1 means faster."
     )
     return "\n".join(lines)
 
@@ -180,11 +246,34 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def expand(models: str) -> list[str]:
+    """`--models`: names, and the groups `suite`, `public`, `public1`."""
+    from benchmarks.models import SUITE_NAMES
+    from benchmarks.public_models import suite
+
+    groups = {"suite": SUITE_NAMES, "public": suite(), "public1": suite((1,))}
+    out: list[str] = []
+    for name in models.split(","):
+        out.extend(groups.get(name, (name,)))
+    return list(dict.fromkeys(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="mlp,cnn,encoder,gpt")
+    parser.add_argument(
+        "--models",
+        default="suite",
+        help="comma-separated names; 'suite' is the four, 'public' the public suite at "
+        "batch 1 and 8, 'public1' at batch 1 only (python -m benchmarks.models --list)",
+    )
+    parser.add_argument(
+        "--exporter",
+        choices=("auto", "torchscript", "dynamo"),
+        default="auto",
+        help="torch.onnx exporter (auto: TorchScript, dynamo where it cannot export)",
+    )
     parser.add_argument(
         "--duration", type=float, default=10.0, help="seconds of interleaved rounds per model"
     )
@@ -210,10 +299,18 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     with licensed():  # compile_model is the license gate
-        for name in args.models.split(","):
-            print(f"measuring {name} ...", file=sys.stderr)
+        for name in expand(args.models):
+            print(f"measuring {name} ...", file=sys.stderr, flush=True)
             results.append(
-                measure(name, args.duration, args.min_rounds, args.threads, args.seed, budget)
+                measure(
+                    name,
+                    args.duration,
+                    args.min_rounds,
+                    args.threads,
+                    args.seed,
+                    budget,
+                    args.exporter,
+                )
             )
     table = markdown(results)
     print(table)

@@ -10,12 +10,16 @@ Command line::
 
     python -m benchmarks.models --list
     python -m benchmarks.models --export gpt -o gpt.onnx
+    python -m benchmarks.models --export resnet50@8 --exporter dynamo -o r50.onnx
+
+Names other than the four are the broad public suite (`benchmarks.public_models`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import math
 import os
@@ -329,12 +333,11 @@ _BUILDERS: dict[str, Callable[[], SuiteModel]] = {
 
 def build(name: str) -> SuiteModel:
     """Build suite model ``name`` (deterministic: same weights and inputs on every call)."""
-    try:
-        builder = _BUILDERS[name]
-    except KeyError:
-        raise KeyError(
-            f"unknown suite model {name!r}; expected one of: {', '.join(SUITE_NAMES)}"
-        ) from None
+    builder = _BUILDERS.get(name)
+    if builder is None:  # the broad public suite: torchvision and transformers models
+        from benchmarks import public_models
+
+        builder = functools.partial(public_models.build, name)
     # The builders seed torch's global generator; fork it so callers' RNG state is untouched.
     with torch.random.fork_rng(devices=[]):
         return builder()
@@ -350,13 +353,21 @@ def example_feeds(model: SuiteModel) -> dict[str, np.ndarray]:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence the exporter's warnings and progress prints."""
+    """Silence the exporter's warnings and progress prints; no fused attention fast path."""
+    fastpath = torch.backends.mha.get_fastpath_enabled()
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        yield
+        # nn.MultiheadAttention's inference fast path is one fused op no exporter knows
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            yield
+        finally:
+            torch.backends.mha.set_fastpath_enabled(fastpath)
 
 
-def export_onnx(model: SuiteModel, path: str | Path, opset: int = 18) -> Path:
+def export_onnx(
+    model: SuiteModel, path: str | Path, opset: int = 18, exporter: str = "torchscript"
+) -> Path:
     """Export ``model`` to one self-contained ONNX file at ``path`` (weights inline).
 
     The file is written to a temporary name next to ``path`` and moved into place with
@@ -370,7 +381,7 @@ def export_onnx(model: SuiteModel, path: str | Path, opset: int = 18) -> Path:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with _quiet(), torch.no_grad():
-            proto = _export_proto(model, opset)
+            proto = _export_proto(model, opset) if exporter == "torchscript" else _dynamo(model)
         onnx.save_model(proto, str(tmp), save_as_external_data=False)
         os.replace(tmp, path)
     finally:
@@ -404,6 +415,24 @@ def _export_proto(model: SuiteModel, opset: int) -> onnx.ModelProto:
     return onnx.load_model_from_string(buf.getvalue())
 
 
+def _dynamo(model: SuiteModel) -> onnx.ModelProto:
+    """Export with the dynamo exporter (`torch.onnx.export(..., dynamo=True)`), the one
+    torch recommends: its optimizer folds BatchNormalization into Conv and emits the
+    opset it chooses (18 or later)."""
+    program = torch.onnx.export(
+        model.module.eval(),
+        model.example_inputs,
+        input_names=list(model.input_names),
+        output_names=list(model.output_names),
+        dynamo=True,
+        verbose=False,
+    )
+    return program.model_proto
+
+
+EXPORTERS = ("torchscript", "dynamo")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: ``--list`` or ``--export NAME [-o PATH] [--opset N]``."""
     parser = argparse.ArgumentParser(
@@ -411,16 +440,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--list", action="store_true", help="list the suite's model names")
-    group.add_argument("--export", metavar="NAME", choices=SUITE_NAMES, help="model to export")
+    group.add_argument(
+        "--export", metavar="NAME", help="model to export (a suite or public suite name)"
+    )
+    parser.add_argument("--exporter", choices=EXPORTERS, default="torchscript")
     parser.add_argument("-o", "--output", metavar="PATH", help="output .onnx path")
     parser.add_argument("--opset", type=int, default=18, help="ONNX opset (default 18)")
     args = parser.parse_args(argv)
     if args.list:
-        for name in SUITE_NAMES:
+        from benchmarks.public_models import suite
+
+        for name in (*SUITE_NAMES, *suite()):
             print(name)
         return 0
     out = Path(args.output) if args.output else Path(f"{args.export}.onnx")
-    print(export_onnx(build(args.export), out, opset=args.opset))
+    try:
+        model = build(args.export)
+    except KeyError as err:
+        parser.error(str(err.args[0]))
+    print(export_onnx(model, out, opset=args.opset, exporter=args.exporter))
     return 0
 
 

@@ -5,8 +5,9 @@
 
 FLOPs are counted from the compiled schedule (`schedule.work.cost`: two per
 multiply-add of a contraction, plus the elementwise work inlined into each kernel);
-the peak is the cost model's calibration (the CPU tuner's `costmodel.calibrate`: an FMA loop on one core
-times the cores, and a streaming copy).  Latency is the median of repeated runs after a
+the peak is the search's calibration of this CPU (`compiler.profile.roofline_machine`, kept
+in the tuning database, the one `luminal profile` reads: an FMA loop on one core times the
+cores, and a streaming copy).  Latency is the median of repeated runs after a
 warm-up.  `% of peak` near 100 means the model is compute-bound and the kernels are
 good; a model far below both roofs spends its time on overheads (threads, small kernels).
 """
@@ -22,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 
-def measure(name: str, budget: float | None, seconds: float, machine: Any) -> dict[str, Any]:
+def measure(name: str, budget: float | None, seconds: float) -> tuple[dict[str, Any], Any]:
+    """The model's row, and the machine it was judged against."""
     import numpy as np
 
     import luminal
     from benchmarks.models import build, example_feeds, export_onnx
+    from luminal.compiler.backends.protocol import Request
+    from luminal.compiler.backends.target import resolve
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.pipeline import CompileOptions, compile_model
+    from luminal.compiler.profile import roofline_machine
 
     model = build(name)
     feeds = example_feeds(model)
@@ -47,13 +52,15 @@ def measure(name: str, budget: float | None, seconds: float, machine: Any) -> di
             t0 = time.perf_counter()
             session.run(feeds)
             times.append(time.perf_counter() - t0)
+    assert result.schedule is not None
+    machine = roofline_machine(resolve("cpu"), Request(result.schedule))
     flops, moved = result.flops, result.bytes_moved  # of the schedule that was compiled
     latency = float(np.median(times))
     peak = machine.peak_gflops * machine.cores
     achieved = flops / latency / 1e9
     intensity = flops / max(moved, 1.0)
-    roof = min(peak, intensity * machine.bandwidth_gbs)
-    return {
+    roof = machine.roof_gflops(flops, moved)
+    row = {
         "model": name,
         "gflop_per_run": flops / 1e9,
         "mbytes_per_run": moved / 1e6,
@@ -65,6 +72,7 @@ def measure(name: str, budget: float | None, seconds: float, machine: Any) -> di
         "roof_gflops": roof,
         "percent_of_roof": 100 * achieved / roof,
     }
+    return row, machine
 
 
 def markdown(rows: list[dict[str, Any]], machine: Any) -> str:
@@ -94,22 +102,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
+    from benchmarks.licensed import licensed
     from luminal.cli.options import parse_budget
-    from luminal.compiler.backends.cpu import costmodel, toolchain
-    from luminal.compiler.hardware import detect_cpu
     from luminal.compiler.pipeline import DEFAULT_BUDGET_SECONDS
 
     budget = DEFAULT_BUDGET_SECONDS if args.budget is None else parse_budget(args.budget)
-    cpu = detect_cpu()
-    flags, _ = toolchain.feature_flags(cpu)
-    machine = costmodel.calibrate(toolchain.find_toolchain(), flags, cpu.logical_cores)
-    from benchmarks.licensed import licensed
-
     rows = []
+    machine = None
     with licensed():  # compile_model is the license gate
         for name in args.models.split(","):
             print(f"measuring {name} ...", file=sys.stderr)
-            rows.append(measure(name, budget, args.seconds, machine))
+            row, machine = measure(name, budget, args.seconds)
+            rows.append(row)
     print(markdown(rows, machine))
     if args.json:
         args.json.write_text(json.dumps({"machine": machine.__dict__, "results": rows}, indent=2))

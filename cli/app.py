@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from luminal._version import __version__
-from luminal.cli import bench, devices, inspect, run
+from luminal.cli import bench, devices, inspect, profile, run
 from luminal.cli import compile as compile_command
 from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
@@ -77,6 +77,7 @@ app.command("inspect")(inspect.inspect_cmd)
 app.command("run")(run.run_cmd)
 app.command("devices")(devices.devices_cmd)
 app.command("bench")(bench.bench_cmd)
+app.command("profile")(profile.profile_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
 app.add_typer(

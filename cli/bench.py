@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from luminal import licensing
+from luminal.cli.compile import progress_bar
 from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
@@ -19,7 +19,7 @@ from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
 from luminal.metering.bench.outputs import parse_tolerances
 from luminal.metering.report import sign_and_write
-from luminal.references.baselines import registry
+from luminal.references.baselines import registry, split_module_ref
 
 TARGET = "cpu"
 
@@ -29,14 +29,21 @@ def bench_cmd(
         Path, typer.Argument(help="A compiled .lmnl artifact, or a model with --compile-first.")
     ],
     baseline: Annotated[
-        str, typer.Option("--baseline", "-b", help="onnxruntime, torch, torch-compile, tvm, ...")
+        str,
+        typer.Option(
+            "--baseline", "-b", help="onnxruntime, torch, torch-compile, openvino, tvm, ..."
+        ),
     ] = "onnxruntime",
     compile_first: Annotated[
         bool, typer.Option("--compile-first", help="Compile the model file first, beside -o.")
     ] = False,
     model: Annotated[
-        Path | None,
-        typer.Option("--model", help="The baseline's model (default: the artifact's source)."),
+        str | None,
+        typer.Option(
+            "--model",
+            help="The baseline's model (default: the artifact's source); for torch and "
+            "torch-compile, FILE.py:FACTORY times your own nn.Module, FACTORY() built.",
+        ),
     ] = None,
     output: Annotated[
         Path | None,
@@ -62,15 +69,30 @@ def bench_cmd(
         int | None, typer.Option(help="Threads for both arms (default: CPUs available).")
     ] = None,
     cpus: Annotated[str | None, typer.Option(help="Pin to these CPUs, e.g. 0-3.")] = None,
-    max_cv: Annotated[
-        float, typer.Option(help="Largest coefficient of variation of block means.")
-    ] = 0.10,
+    target_halfwidth: Annotated[
+        float,
+        typer.Option(
+            help="Bill only when the speedup interval is this narrow (relative half-width); "
+            "the timed phase runs until it is."
+        ),
+    ] = 0.05,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(help="Cap of the timed phase, seconds (default max(3 x, +60 s) duration)."),
+    ] = None,
     tol: Annotated[
         list[str] | None, typer.Option("--tol", help="Tolerance DTYPE=RTOL,ATOL (repeatable).")
     ] = None,
     baseline_opt: Annotated[
         list[str] | None,
         typer.Option("--baseline-opt", help="KEY=VALUE for the baseline (repeatable)."),
+    ] = None,
+    baseline_options: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline-options",
+            help="FILE.json of the baseline's own options, e.g. ONNX Runtime SessionOptions.",
+        ),
     ] = None,
     price_per_hour: Annotated[
         str | None,
@@ -98,6 +120,10 @@ def bench_cmd(
       luminal bench model.lmnl --baseline onnxruntime -o report.json
 
       luminal bench model.onnx --compile-first --duration 30 --fail-below 1.2
+
+      luminal bench model.lmnl -b torch --model net.py:build_model
+
+      luminal bench model.lmnl -b onnxruntime --baseline-options ort.json
     """
     modes = {
         "both": ("latency", "throughput"),
@@ -113,10 +139,16 @@ def bench_cmd(
     for warning in status.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     out = output or target.with_suffix(".report.json")
+    settings = _pairs(baseline_opt)
+    model_path, factory = split_module_ref(model) if model is not None else (None, None)
+    if factory is not None:
+        if "factory" in settings:
+            raise UsageError("--model FILE.py:FACTORY and --baseline-opt factory= both name one")
+        settings["factory"] = factory
     request = BenchRequest(
         target=target,
         baseline=baseline,
-        model=model,
+        model=model_path,
         compile_first=compile_first,
         work_dir=out.parent,
         scenarios=modes[scenario],
@@ -132,29 +164,36 @@ def bench_cmd(
             min_runs=min_runs,
             min_blocks=min_blocks,
             block_s=block_ms / 1e3,
-            max_cv=max_cv,
+            target_halfwidth=target_halfwidth,
+            max_duration_s=max_duration,
             seed=seed,
         ),
         tolerances=parse_tolerances(tol),
-        baseline_settings=_pairs(baseline_opt),
+        baseline_settings=settings,
+        baseline_options=baseline_options,
         dims=parse_dims(dim),
         terms=_terms(status, price_per_hour),
         trust_unsigned=trust_unsigned,
     )
-    with Progress(
-        TextColumn("{task.description:<28}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("preparing", total=1.0)
+    with progress_bar(console) as bar:
+        # as `luminal compile`: a bar on a terminal, and one line per finished phase (all a
+        # CI log, which is not a terminal, shows)
+        task = bar.add_task("preparing", total=None)
+        phases: list[tuple[str, str]] = []  # (phase, its latest detail)
 
-        def progress(phase: str, done: float) -> None:
-            bar.update(task, description=phase, completed=done)
+        def progress(phase: str, done: float, detail: str) -> None:
+            if phases and phases[-1][0] == phase:
+                phases[-1] = (phase, detail or phases[-1][1])
+            else:
+                if phases:
+                    console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
+                phases.append((phase, detail))
+            label = _phase_line(phase, detail)
+            bar.update(task, description=label, total=100, completed=round(100 * done))
 
         run = run_bench(request, progress=progress)  # compile_model checks `compile` itself
+        if phases:
+            console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
     statement = sign_and_write(run, out)
     results = statement["predicate"]["results"]
     if as_json:
@@ -163,10 +202,17 @@ def bench_cmd(
         print_summary(Console(), statement)
         typer.echo(f"report: {out}")
     if not results["validity"]["valid"]:
+        fix = results["validity"]["fix"]
         raise InvalidResult(
-            f"the run is INVALID ({'; '.join(results['validity']['reasons'])}); report {out}"
+            f"the run is INVALID ({'; '.join(results['validity']['reasons'])})"
+            + (f"; to fix: {fix}" if fix else "")
+            + f"; report {out}"
         )
     gate(results, fail_below)
+
+
+def _phase_line(phase: str, detail: str) -> str:
+    return f"{phase}: {detail}" if detail else phase
 
 
 def _pairs(items: list[str] | None) -> dict[str, str]:

@@ -10,7 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from luminal.errors import InvalidResult, UsageError
 from luminal.licensing.evaluation import TERMS_NOTE
@@ -18,7 +20,13 @@ from luminal.licensing.home import write_atomic
 from luminal.licensing.terms import TermsKind
 from luminal.metering import report
 from luminal.metering.report import html, junit, markdown
-from luminal.metering.report.view import STAT_COLUMNS, fmt_speedup, view
+from luminal.metering.report.view import (
+    STAT_COLUMNS,
+    ReportView,
+    fmt_speedup,
+    headline_line,
+    view,
+)
 
 FORMATS = ("table", "html", "markdown", "junit", "json")
 
@@ -95,6 +103,10 @@ ModelOpt = Annotated[
 InputsOpt = Annotated[
     Path | None, typer.Option("--inputs", help="The inputs file measured: must be its digest.")
 ]
+OptionsOpt = Annotated[
+    Path | None,
+    typer.Option("--baseline-options", help="The baseline's options file: must be its digest."),
+]
 
 
 @report_app.command("verify")
@@ -112,6 +124,7 @@ def verify_cmd(
     artifact: ArtifactOpt = None,
     model: ModelOpt = None,
     inputs: InputsOpt = None,
+    baseline_options: OptionsOpt = None,
     files: Annotated[
         list[Path] | None,
         typer.Option("--file", help="A file (artifact, model, inputs) that must be a subject."),
@@ -139,7 +152,7 @@ def verify_cmd(
         path,
         report.customer_license(license_file),
         report.load_key(key) if key else None,
-        report.Evidence(tuple(files or ()), artifact, model, inputs),
+        report.Evidence(tuple(files or ()), artifact, model, inputs, baseline_options),
     )
     print_verified(path, verified, as_json)
     gate(verified.results, fail_below)
@@ -169,8 +182,7 @@ def print_verified(path: Path, verified: report.Verified, as_json: bool) -> None
         typer.echo(
             f"{path}: OK, signed by install key {verified.keyid} under license "
             f"{verified.license_id} ({terms}); {verified.compared} derived values recomputed "
-            f"from the raw timings and equal; {r['validity']['verdict']}, "
-            f"speedup {fmt_speedup(r['speedup'])}"
+            f"from the raw timings and equal; {r['validity']['verdict']}; {headline_line(r)}"
         )
 
 
@@ -195,7 +207,7 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
     console.print(f"[bold]{v.title}[/]: [{style}]{v.verdict}[/]", highlight=False)
     for sc in v.scenarios:
         table = Table(
-            title=f"{sc.name} (batch {sc.batch}): speedup {fmt_speedup(sc.speedup)}",
+            title=f"{sc.name} (batch {sc.batch}): {sc.speedup_line}",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -216,8 +228,20 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
     console.print(checks)
     for w in v.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    console.print(f"speedup: {fmt_speedup(v.headline)}", highlight=False)
-    console.print(v.savings_line, highlight=False)
+    console.print(verdict_panel(v), highlight=False)
     pricing = statement["predicate"].get("pricing") or {}
     if pricing.get("terms") == TermsKind.EVALUATION.value:
         console.print(f"[yellow]terms:[/] {TERMS_NOTE} ({pricing.get('source')})", highlight=False)
+
+
+def verdict_panel(v: ReportView) -> Panel:
+    """The summary's last word: a VALID run's billable speedup and savings; an INVALID run's
+    reasons in words and what to do, and no speedup at all."""
+    if v.verdict == "VALID":
+        body = Text(f"speedup {fmt_speedup(v.headline)}\n{v.savings_line}")
+        return Panel(body, title="VALID", title_align="left", border_style="green")
+    body = Text("\n".join(f"- {why}" for why in v.why))
+    if v.fix:
+        body.append(f"\nTo fix: {v.fix}", style="bold")
+    body.append("\nNo speedup is reported and nothing is billed for an INVALID run.")
+    return Panel(body, title="INVALID: why", title_align="left", border_style="red")

@@ -234,6 +234,10 @@ class CompileResult:
     target: str = "cpu"  # the backend that compiled it
     device: str | None = None  # the device it was built for, when one was here
     notes: Mapping[str, Any] = field(default_factory=dict)  # the backend's
+    # What was built, for a caller that builds it again another way (`luminal profile`
+    # adds kernel timers); not part of the JSON report.
+    schedule: Schedule | None = field(default=None, compare=False, repr=False)
+    variants: Mapping[str, Variant] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def interrupted(self) -> bool:
@@ -270,6 +274,8 @@ class CompileResult:
             target=job.target.name,
             device=device.name if device is not None else None,
             notes=dict(built.notes),
+            schedule=sched,
+            variants=dict(job.variants),
         )
 
     def to_json(self) -> dict[str, object]:

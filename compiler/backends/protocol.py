@@ -13,6 +13,10 @@ and nothing else; the pipeline runs them in the same order for every target:
         pipeline's whole-model check runs what `build` produced through it, so a backend
         is checked against the reference interpreter before its artifact is written
 
+A backend may also offer `profiled(request) -> TimedModel` (`Profiling`): the same
+model built with a timer around every kernel, for `luminal profile`; one without it
+cannot profile, and the profiler says so.
+
 A `Request` is what the pipeline asks for: the schedule, the options, the device (None
 when compiling without it) and the variant the search chose for each kernel.
 
@@ -93,3 +97,22 @@ class Backend(Protocol):
     def build(self, request: Request, sources: Mapping[str, str]) -> Built: ...
 
     def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> Executable: ...
+
+
+@runtime_checkable
+class TimedModel(Protocol):
+    """A model built with per-kernel timers: seconds summed per kernel of the schedule,
+    in schedule order, since the last `reset_timers`."""
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def kernel_seconds(self) -> list[float]: ...
+
+    def reset_timers(self) -> None: ...
+
+
+@runtime_checkable
+class Profiling(Protocol):
+    """What a backend that can time its kernels adds to `Backend`."""
+
+    def profiled(self, request: Request) -> TimedModel: ...

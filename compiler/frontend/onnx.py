@@ -72,7 +72,8 @@ def lower(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memor
     }
     for node in graph.node:
         histogram[node.op_type] += 1
-        _lower_node(b, node, env, opset, types, imports)
+        with b.origin((node.name or (node.output[0] if node.output else node.op_type),)):
+            _lower_node(b, node, env, opset, types, imports)
     outputs = {}
     for out in graph.output:
         if out.name not in env:

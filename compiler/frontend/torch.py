@@ -105,7 +105,8 @@ class _Lowerer:
         outputs = None
         for node in self.ep.graph.nodes:
             if node.op == "call_function":
-                self._call(node)
+                with self.b.origin((node.name,)):  # provenance: the FX node's name
+                    self._call(node)
             elif node.op == "get_attr":
                 raise UnsupportedOp(
                     "submodules and subgraphs (control flow) are not supported", node=node.name

@@ -2,14 +2,19 @@
 rejects malformed nodes at once, and folds operations whose operands are all constants.
 
 Folding evaluates the op with the reference interpreter, so a folded graph means exactly
-what the unfolded one did.  An op whose result would be bigger than its constant operands
+what the unfolded one did.
+
+Provenance: inside `with builder.origin(names):` every compute or view node made (or
+found again by sharing) records those source-model node names; `Graph.origins` keeps them
+per node, so a kernel can say which ONNX nodes it came from (`luminal profile`).  An op whose result would be bigger than its constant operands
 (a broadcast) is not folded, except small integer tensors (shape arithmetic): a broadcast
 bias or a scalar stays a free view instead of becoming a large weight.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +50,19 @@ class GraphBuilder:
         self._inputs: list[tuple[str, int]] = []
         self._fold = fold
         self._cache: dict[tuple[Any, ...], int] = {}
+        self._origin: tuple[str, ...] = ()
+        self._origins: dict[int, tuple[str, ...]] = {}
+
+    @contextmanager
+    def origin(self, names: Sequence[str]) -> Iterator[None]:
+        """Nodes made inside the block come from the source nodes `names` (merged with
+        what a shared node already came from)."""
+        outer = self._origin
+        self._origin = tuple(names)
+        try:
+            yield
+        finally:
+            self._origin = outer
 
     # ---- sources ---------------------------------------------------------------------
     def input(self, name: str, shape: Sequence[int], dtype: DType) -> Value:
@@ -232,6 +250,7 @@ class GraphBuilder:
             inputs=tuple((name, remap[i]) for name, i in self._inputs),
             outputs=tuple((name, remap[v.id]) for name, v in outputs.items()),
             consts=consts,
+            origins={remap[i]: names for i, names in self._origins.items() if i in remap},
         )
 
     # ---- internals ---------------------------------------------------------------------
@@ -268,12 +287,20 @@ class GraphBuilder:
         if cache and node.op not in (Op.INPUT,):
             hit = self._cache.get(key)
             if hit is not None:
+                self._note_origin(hit)
                 return self.value(hit)
         self._nodes.append(node)
         index = len(self._nodes) - 1
         if cache:
             self._cache[key] = index
+        self._note_origin(index)
         return Value(index, node.shape, node.dtype)
+
+    def _note_origin(self, index: int) -> None:
+        if not self._origin or self._nodes[index].op in (Op.INPUT, Op.CONST):
+            return
+        had = self._origins.get(index, ())
+        self._origins[index] = (*had, *(n for n in self._origin if n not in had))
 
 
 def _axis(axis: int, ndim: int) -> int:

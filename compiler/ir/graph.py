@@ -50,6 +50,9 @@ class Graph:
     inputs: tuple[tuple[str, int], ...]
     outputs: tuple[tuple[str, int], ...]
     consts: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: node index -> names of the source-model nodes (ONNX node names) it came from;
+    #: nodes absent were made outside any source node (or the frontend kept no names).
+    origins: Mapping[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def input_specs(self) -> tuple[TensorSpec, ...]:
         return tuple(self._spec(name, i) for name, i in self.inputs)

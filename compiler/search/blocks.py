@@ -44,6 +44,16 @@ class Block:
         """The first instance as a graph of its own: the entry becomes input `__entry`,
         constant parameters `__p<k>` (arrays of the first instance, for their types), other
         parameters inputs `__x<k>`, and its exit the output `__exit`."""
+        return self.lay_out(graph)[0]
+
+    def occurrence_nodes(self, graph: Graph, index: dict[int, int], k: int) -> dict[int, int]:
+        """Template node -> the node of occurrence k it stands for (internal nodes only):
+        how a decoded occurrence finds its own nodes' provenance."""
+        first = self.instances[0].nodes
+        return {index[a]: b for a, b in zip(first, self.instances[k].nodes, strict=False)}
+
+    def lay_out(self, graph: Graph) -> tuple[Graph, dict[int, int]]:
+        """`template`, and which template node each node of the first instance became."""
         inst = self.instances[0]
         nodes: list[Node] = []
         index: dict[int, int] = {}
@@ -76,7 +86,8 @@ class Block:
             index[i] = add(
                 Node(node.op, tuple(index[s] for s in node.src), node.shape, node.dtype, node.arg)
             )
-        return Graph(tuple(nodes), tuple(inputs), (("__exit", index[inst.exit]),), consts)
+        graph_ = Graph(tuple(nodes), tuple(inputs), (("__exit", index[inst.exit]),), consts)
+        return graph_, index
 
 
 def param_key(graph: Graph, node: int, k: int) -> str:

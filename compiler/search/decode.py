@@ -3,6 +3,10 @@
 GraphBuilder re-infers every shape and dtype, so a wrong rule fails here, loudly, and the
 caller falls back to the original graph; it also shares identical nodes.  Subterms built
 from constants only are folded into weights (`fold.py`) instead of becoming ops.
+
+Provenance survives the rewrite: a node decoded from an e-class carries the source-node
+names of the original nodes merged into that class (`origins`); a class a rule made
+(no original node in it) carries those of the nearest class above it that has some.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Decoder:
         choice: Choice,
         resolve: Callable[[str], Value | Folded],
         consts: Mapping[str, np.ndarray],
+        origins: Mapping[int, tuple[str, ...]] | None = None,
     ) -> None:
         self.b = builder
         self.view = view
@@ -40,6 +45,7 @@ class Decoder:
         self.resolve = resolve
         self.consts = consts
         self.memo: dict[int, Value | Folded] = {}
+        self.origins: dict[int, tuple[str, ...]] = dict(origins or {})
 
     def let(self, name: str) -> Value | Folded:
         return self.value(self.view.lets[name])
@@ -54,11 +60,17 @@ class Decoder:
             if cls not in self.choice.best:
                 raise GraphError(f"e-class {cls} has no extractable term")
             node = view.nodes[self.choice.best[cls]]
+            names = self.origins.get(cls, ())
             if not ready:
                 stack.append((cls, True))
-                stack.extend((c, False) for c in node.children if c not in memo)
+                for c in node.children:
+                    if c not in memo:
+                        stack.append((c, False))
+                        if names and c not in self.origins:
+                            self.origins[c] = names  # a rule's class: its user's names
                 continue
-            memo[cls] = self._build(cls, node, [memo[c] for c in node.children])
+            with self.b.origin(names):
+                memo[cls] = self._build(cls, node, [memo[c] for c in node.children])
         return memo[root]
 
     def emit(self, x: Value | Folded) -> Value:

@@ -165,7 +165,7 @@ def search_kernels(
     machine: Machine | None = None
     if queued:
         try:
-            machine = _machine(db, tuner)
+            machine = device_machine(db, tuner)
             ranked: dict[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]] = {}
             for h, (kernels, variants) in queued.items():
                 est = [tuner.estimate(machine, sched, kernels[0], v) for v in variants]
@@ -240,8 +240,10 @@ def _candidates(tuner: Tuner, sched: Schedule, kernel: Kernel) -> tuple[Variant,
     return tuple(dict.fromkeys((DEFAULT, *tuner.candidates(sched, kernel))))
 
 
-def _machine(db: TuningDB | None, tuner: Tuner) -> Machine:
-    """The device's calibration: from the database when it was measured before."""
+def device_machine(db: TuningDB | None, tuner: Tuner) -> Machine:
+    """The device's roofline calibration, from the tuning database when it was measured
+    before (else measured now and kept): the search's cost model, `luminal profile` and
+    `benchmarks/roofline.py` all read it here."""
     if db is not None:
         cached = db.machine(tuner.device_key)
         if cached is not None:

@@ -69,7 +69,8 @@ def run(
             if graph.nodes[n].op is not Op.CONST
         )
     )
-    encodings = [encode(b.template(graph)) for b in blocks]
+    laid_out = [b.lay_out(graph) for b in blocks]
+    encodings = [encode(template) for template, _ in laid_out]
     encodings.append(encode(graph, exits, keep))
     solved = _saturate_all(encodings, rules, budget, deadline, {len(blocks): keep})
     *templates, outer = solved
@@ -86,9 +87,12 @@ def run(
         if name in inputs:
             return inputs[name]
         b, k = where[name]
-        return _instantiate(graph, blocks[b], k, templates[b], outer_decoder, builder)
+        return _instantiate(
+            graph, blocks[b], k, templates[b], laid_out[b][1], outer_decoder, builder
+        )
 
-    outer_decoder = Decoder(builder, outer.view, outer.choice, resolve, graph.consts)
+    outer_origins = class_origins(outer.view, graph, {i: i for i in range(len(graph.nodes))})
+    outer_decoder = Decoder(builder, outer.view, outer.choice, resolve, graph.consts, outer_origins)
     result = builder.build(
         {
             out: outer_decoder.emit(outer_decoder.let(let))
@@ -140,10 +144,12 @@ def _instantiate(
     block: Block,
     k: int,
     template: _Solved,
+    index: dict[int, int],
     outer: Decoder,
     builder: GraphBuilder,
 ) -> Value:
-    """Occurrence k of a block, built from the block's chosen template."""
+    """Occurrence k of a block, built from the block's chosen template (its nodes named
+    after occurrence k's own source nodes)."""
     inst = block.instances[k]
     bindings: dict[str, Value | Folded] = {
         "__entry": outer.emit(outer.value(_let(outer, inst.entry)))
@@ -155,8 +161,26 @@ def _instantiate(
             consts[param_key(graph, block.instances[0].params[j], j)] = graph.consts[node.arg]
         else:
             bindings[f"__x{j}"] = outer.value(_let(outer, p))
-    decoder = Decoder(builder, template.view, template.choice, bindings.__getitem__, consts)
+    origins = class_origins(template.view, graph, block.occurrence_nodes(graph, index, k))
+    decoder = Decoder(
+        builder, template.view, template.choice, bindings.__getitem__, consts, origins
+    )
     return decoder.emit(decoder.let("__out0"))
+
+
+def class_origins(
+    view: EGraphView, graph: Graph, nodes: dict[int, int]
+) -> dict[int, tuple[str, ...]]:
+    """E-class -> the source-node names of the graph nodes merged into it; `nodes` maps
+    each encoded node to the node of `graph` whose provenance it carries."""
+    out: dict[int, tuple[str, ...]] = {}
+    for encoded, node in nodes.items():
+        names = graph.origins.get(node)
+        cls = view.lets.get(f"n{encoded}")
+        if names and cls is not None:
+            had = out.get(cls, ())
+            out[cls] = (*had, *(n for n in names if n not in had))
+    return out
 
 
 def _let(decoder: Decoder, node: int) -> int:

@@ -50,6 +50,14 @@ class Machine:
     parallel_overhead_s: float = 4e-6  # fork/join of one parallel region
     call_overhead_s: float = 5e-8  # one kernel call
 
+    def roof_gflops(self, flops: float, moved: float, cores: int | None = None) -> float:
+        """The roofline: the GFLOP/s attainable at this arithmetic intensity (FLOPs per
+        byte moved), the compute peak of `cores` (default all) or what the bandwidth
+        feeds, whichever is lower.  `benchmarks/roofline.py` and `luminal profile`
+        judge achieved GFLOP/s against it."""
+        peak = self.peak_gflops * (cores or self.cores)
+        return min(peak, flops / max(moved, 1.0) * self.bandwidth_gbs)
+
 
 @runtime_checkable
 class KernelBench(Protocol):

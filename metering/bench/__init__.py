@@ -2,11 +2,11 @@
 
     environment  same CPUs and thread count for both arms; machine fingerprint
     inputs       seeded or customer input sets and their digest
-    method       warm-up, then interleaved blocks, every run timed (injectable clock)
+    method       warm-up, then interleaved blocks until the interval is narrow (injectable clock)
     outputs      parity with tolerances per dtype (the rule: `luminal.references.parity`)
-    audit        TEST01 (outputs sampled while timed) and TEST04 (repeated vs fresh inputs)
-    stats        percentiles, CV, ratio of medians with a paired bootstrap interval
-    validity     VALID / INVALID and why
+    audit        TEST01 (outputs sampled while timed) and TEST04 (repeated vs fresh, by interval)
+    stats        percentiles, CV, the paired speedup estimator and its t-interval
+    validity     VALID (the interval is narrow enough to bill on) / INVALID, why, what to do
     results      every derived number from the raw data (what `report verify` recomputes)
     run          one benchmark from start to finish
 

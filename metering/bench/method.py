@@ -6,9 +6,18 @@
     warm-up      interleaved blocks until each arm's last `warmup_window` block means lie
                  within `warmup_tolerance` of each other (or `warmup_max_s` passes); the
                  runs per block are then set again from the last warm-up block means
-    timed        rounds until at least `duration_s` have passed, every arm has made
-                 `min_runs` runs and `min_blocks` rounds are done (or `max_duration_s`);
-                 each round runs one block of every arm, in a freshly shuffled order
+    timed        rounds until the speedup's interval is narrow enough to bill on (its
+                 relative half-width at most `target_halfwidth`), with floors: at least
+                 `duration_s` have passed, every arm has made `min_runs` runs and
+                 `min_blocks` rounds are done; `max_duration_s` caps it.  Each round runs
+                 one block of every arm, in a freshly shuffled order: round i is pair i of
+                 the paired estimator (`stats.paired_ratio`)
+
+Stopping when the interval is narrow enough is the fixed-width sequential procedure of Chow
+and Robbins (1965): the rule looks at the interval's width (the spread of the log ratios),
+not at the estimate, so with the floors above the interval's coverage stays close to
+nominal.  A noisy machine needs more rounds, not a different verdict; the cap keeps a
+hopeless one finite, and then the run is INVALID with the width it reached.
 
 Before every block the harness pauses `settle_s` (untimed), so each block starts on a quiet
 machine: an engine's leftover background work is not charged to the next arm.  ONNX
@@ -34,12 +43,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from luminal.errors import UsageError
+from luminal.metering.bench.stats import paired_blocks
 
 Feeds = Mapping[str, np.ndarray]
 Outputs = Mapping[str, np.ndarray]
 Arm = Callable[[Feeds], Outputs]
 Clock = Callable[[], int]  # nanoseconds
-Progress = Callable[[str, float], None]  # phase, fraction done
+Progress = Callable[[str, float, str], None]  # phase, fraction done, detail ("23 blocks")
 
 
 @dataclass(frozen=True)
@@ -53,19 +63,18 @@ class MethodSettings:
     warmup_window: int = 5
     warmup_tolerance: float = 0.10
     warmup_max_s: float | None = None  # default: the duration, between 1 and 10 s
-    max_cv: float = 0.10
+    target_halfwidth: float = 0.05  # the speedup interval's relative half-width to bill on
     confidence: float = 0.95
-    bootstrap_resamples: int = 10_000
-    seed: int = 0  # block order, audit sampling and the bootstrap
+    seed: int = 0  # block order and audit sampling
     audit_samples: int = 32  # TEST01: outputs kept during the timed phase
     audit_runs: int = 100  # TEST04: runs on the repeated input, and as many on fresh ones
-    audit_threshold: float = 0.10  # TEST04: fresh may be at most this much slower
+    audit_threshold: float = 0.10  # TEST04: margin over 1.0 the interval must clear to accuse
 
     def __post_init__(self) -> None:
-        for name in ("duration_s", "block_s", "warmup_tolerance", "max_cv"):
+        for name in ("duration_s", "block_s", "warmup_tolerance", "target_halfwidth"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("min_runs", "min_blocks", "warmup_window", "bootstrap_resamples"):
+        for name in ("min_runs", "min_blocks", "warmup_window"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.confidence < 1:
@@ -136,11 +145,16 @@ def measure(
     settings: MethodSettings,
     *,
     sample_arm: str | None = None,
+    pair: tuple[str, str] | None = None,
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Measurement:
-    """Run the method on `arms` (name -> callable); the result holds every timing."""
+    """Run the method on `arms` (name -> callable); the result holds every timing.
+
+    `pair` names the speedup's (slower, faster) arms, e.g. (baseline, candidate): the timed
+    phase then runs until their paired interval is narrow enough; without it, the floors
+    alone end it."""
     if not input_sets:
         raise UsageError("no input sets to benchmark with")
     rng = np.random.default_rng(settings.seed)
@@ -188,7 +202,8 @@ def measure(
                 1 + settings.warmup_tolerance
             )
         if progress:
-            progress("warm-up", min(1.0, (clock() - start) / (settings.warmup_s * 1e9)))
+            frac = min(1.0, (clock() - start) / (settings.warmup_s * 1e9))
+            progress("warm-up", frac, f"{len(next(iter(m.arms.values())).warmup_blocks)} blocks")
     m.warmup_ns = clock() - start
     for rec in m.arms.values():  # blocks of about block_s at the warmed-up speed
         recent = [t / n for n, t in rec.warmup_blocks[-settings.warmup_window :]]
@@ -202,12 +217,14 @@ def measure(
     seen = 0  # blocks of the sample arm, for the reservoir
     while True:
         elapsed = clock() - start
-        enough = (
-            elapsed >= settings.duration_s * 1e9
-            and len(m.order) >= settings.min_blocks
-            and all(sum(map(len, r.blocks)) >= settings.min_runs for r in m.arms.values())
-        )
-        if enough or elapsed >= settings.max_s * 1e9:
+        width = _halfwidth(m, pair, settings.confidence)
+        done = _done(m, settings, elapsed, pair is not None, width)
+        if progress and m.order:
+            detail = f"{len(m.order)} blocks" + (
+                f", speedup interval ±{width:.1%}" if width is not None else ""
+            )
+            progress("timed", done, detail)
+        if done >= 1.0 or elapsed >= settings.max_s * 1e9:
             break
         order = list(arms)
         rng.shuffle(order)
@@ -227,8 +244,30 @@ def measure(
                 else:
                     m.samples.append(kept)
         m.order.append(order)
-        if progress:
-            progress("timed", min(1.0, elapsed / (settings.duration_s * 1e9)))
     m.elapsed_ns = clock() - start
     m.samples.sort(key=lambda s: s.round)
     return m
+
+
+def _halfwidth(m: Measurement, pair: tuple[str, str] | None, confidence: float) -> float | None:
+    """The paired interval's relative half-width so far (None: no pair, or < 2 rounds)."""
+    if pair is None:
+        return None
+    slow, fast = (m.arms[name].blocks for name in pair)
+    return paired_blocks(slow, fast, confidence).halfwidth
+
+
+def _done(
+    m: Measurement, s: MethodSettings, elapsed: int, paired: bool, width: float | None
+) -> float:
+    """How far the timed phase is, 0..1 (1: stop): the least advanced of its criteria.  The
+    interval's width shrinks as 1/sqrt(rounds), so (target / width)^2 estimates the share of
+    the rounds it needs that are done."""
+    runs = min(sum(map(len, r.blocks)) for r in m.arms.values())
+    parts = [elapsed / (s.duration_s * 1e9), len(m.order) / s.min_blocks, runs / s.min_runs]
+    if paired:
+        if width is None:
+            parts.append(0.0)
+        else:
+            parts.append(1.0 if width <= s.target_halfwidth else (s.target_halfwidth / width) ** 2)
+    return min(1.0, *parts)

@@ -33,7 +33,13 @@ from luminal.metering.bench.audit import test01, test04
 from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
 from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, OutputCheck, check_outputs, merge
 from luminal.metering.bench.results import BASELINE, CANDIDATE
-from luminal.references.baselines import BaselineOptions, check_model, open_baseline, versions
+from luminal.references.baselines import (
+    BaselineOptions,
+    check_model,
+    open_baseline,
+    read_options_file,
+    versions,
+)
 from luminal.references.parity import Tolerance
 
 SCENARIOS = ("latency", "throughput")
@@ -58,6 +64,7 @@ class BenchRequest:
     method: MethodSettings = field(default_factory=MethodSettings)
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     baseline_settings: Mapping[str, str] = field(default_factory=dict)
+    baseline_options: Path | None = None  # the baseline's own options file (JSON)
     dims: Mapping[str, int] = field(default_factory=dict)
     terms: BillingTerms | None = None  # from the license (`licensing.terms`)
     trust_unsigned: bool = False  # load an unsigned or untrusted artifact (`--trust-unsigned`)
@@ -98,8 +105,10 @@ def run_bench(
     load_start = environment.load_average()
     artifact, model = _artifact_and_model(req, progress)
     session = luminal.load(artifact, trust_unsigned=req.trust_unsigned)
+    options_file = read_options_file(req.baseline_options) if req.baseline_options else None
+    config = options_file.config if options_file else {}
     baseline, runner = open_baseline(
-        req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings)
+        req.baseline, model, BaselineOptions(conditions.threads, req.baseline_settings, config)
     )
     sets = (
         inputs.from_file(req.inputs, session.inputs)
@@ -137,6 +146,8 @@ def run_bench(
         "settings": dict(req.baseline_settings),
         "info": dict(runner.info),
     }
+    if options_file:
+        data["baseline"]["options_file"] = options_file.to_json()
     data["candidate"] = {
         "name": "luminal",
         "artifacts": [str(a) for a in artifacts],
@@ -157,7 +168,7 @@ def run_bench(
     data["license"] = req.terms.license.to_json() if req.terms else None
     data["pricing"] = req.terms.pricing_json() if req.terms else None
     subjects = [
-        {"name": f"artifact:{a['path'].rsplit('/', 1)[-1]}", "digest": {"sha256": a["sha256"]}}
+        {"name": f"artifact:{Path(a['path']).name}", "digest": {"sha256": a["sha256"]}}
         for a in data["candidate"]["artifact_digests"]
     ]
     subjects.append(
@@ -166,6 +177,13 @@ def run_bench(
             "digest": {"sha256": data["baseline"]["model_sha256"]},
         }
     )
+    if options_file:
+        subjects.append(
+            {
+                "name": f"baseline-options:{options_file.path.name}",
+                "digest": {"sha256": options_file.sha256},
+            }
+        )
     subjects.append({"name": "inputs", "digest": {"sha256": sets.digest}})
     if req.inputs:
         subjects.append(_subject(f"inputs-file:{req.inputs.name}", req.inputs))
@@ -192,7 +210,9 @@ def execute(
             references[sc.name].append(dict(want))
             parity.append(check_outputs(sc.candidate(feeds), want, tolerances))
             if progress:
-                progress(f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets))
+                progress(
+                    f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets), f"{k + 1} input sets"
+                )
     raw_scenarios: dict[str, Any] = {}
     samples: list[dict[str, object]] = []
     for sc in scenarios:
@@ -204,8 +224,9 @@ def execute(
             sc.inputs.sets,
             method,
             sample_arm=CANDIDATE,
+            pair=(BASELINE, CANDIDATE),
             clock=clock,
-            progress=(lambda phase, f, n=sc.name: progress(f"{phase} ({n})", f))
+            progress=(lambda phase, f, d, n=sc.name: progress(f"{phase} ({n})", f, d))
             if progress
             else None,
         )
@@ -216,12 +237,12 @@ def execute(
     if ran and fresh:
         sc = ran[0]
         if progress:
-            progress("test04", 0.0)
-        block = max(1, len(fresh) // 10)
+            progress("audit TEST04", 0.0, "")
+        block = max(1, len(fresh) // 20)  # 20 pairs of blocks for TEST04's interval
         timings = test04(sc.candidate, sc.inputs.sets[0], fresh, block, clock=clock)
         t04 = {"scenario": sc.name, "runs": len(fresh), **timings.to_json()}
         if progress:
-            progress("test04", 1.0)
+            progress("audit TEST04", 1.0, f"{len(fresh)} runs on fresh inputs, as many repeated")
     return {
         "method": {
             **method.to_json(),
@@ -276,13 +297,13 @@ def _compile(
     from luminal.compiler.pipeline import CompileOptions, compile_model
 
     if progress:
-        progress(f"compile {out.name}", 0.0)
+        progress(f"compile {out.name}", 0.0, "")
     out.parent.mkdir(parents=True, exist_ok=True)
     # As `luminal compile --budget 0`: the rewrites, and the kernels the tuning database
     # has measured on this machine; measuring itself is `luminal compile`'s job.
     compile_model(load_model(model, dims), out, CompileOptions(budget_seconds=0.0))
     if progress:
-        progress(f"compile {out.name}", 1.0)
+        progress(f"compile {out.name}", 1.0, "")
 
 
 def _batch(specs: Sequence[TensorSpec]) -> int:

@@ -5,7 +5,7 @@ its renderings.
     verify      check the signature and recompute every derived number from the raw timings
     evidence    the report against its license (terms, bound signer) and its subjects
     view        the formatted summary the renderers share
-    html        one self-contained page with inline SVG plots
+    html        one self-contained page with inline SVG plots (`charts`)
     markdown    GitHub-flavoured markdown (for $GITHUB_STEP_SUMMARY)
     junit       JUnit XML, one test case per validity check
 """

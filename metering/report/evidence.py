@@ -8,6 +8,7 @@
         |           fingerprint     == predicate.machine.fingerprint
     predicate.candidate.artifact_digests     == the `artifact:` subjects
     predicate.baseline.model_sha256         == the `baseline-model:` subject
+    predicate.baseline.options_file.sha256  == the `baseline-options:` subject
     predicate.inputs.sha256 / file_sha256   == the `inputs` / `inputs-file:` subjects
 
 Every check raises IntegrityError (exit 4) naming the field.  The customer's `report
@@ -159,6 +160,12 @@ def check_subjects(statement: Mapping[str, Any]) -> dict[str, str]:
     models = [d for n, d in subjects.items() if str(n).startswith("baseline-model:")]
     if models != [p.get("baseline", {}).get("model_sha256")]:
         raise IntegrityError("the baseline-model subject is not predicate.baseline.model_sha256")
+    options = [d for n, d in subjects.items() if str(n).startswith("baseline-options:")]
+    recorded_options = (p["baseline"].get("options_file") or {}).get("sha256")
+    if (options or recorded_options) and options != [recorded_options]:
+        raise IntegrityError(
+            "the baseline-options subject is not predicate.baseline.options_file.sha256"
+        )
     if subjects.get("inputs") != p.get("inputs", {}).get("sha256"):
         raise IntegrityError("the inputs subject differs from predicate.inputs.sha256")
     files = [d for n, d in subjects.items() if str(n).startswith("inputs-file:")]
@@ -173,6 +180,7 @@ def check_files(
     artifact: Path | None = None,
     model: Path | None = None,
     inputs: Path | None = None,
+    baseline_options: Path | None = None,
 ) -> None:
     """Re-hash the files the customer says were measured against what the report records."""
     from luminal.metering.bench.run import file_sha256
@@ -196,6 +204,13 @@ def check_files(
             raise IntegrityError(
                 f"--model {model} (sha256 {got[:16]}...) is not the baseline model the report "
                 "measured (predicate.baseline.model_sha256)"
+            )
+    if baseline_options is not None:
+        got = digest(baseline_options, "baseline-options")
+        if got != (predicate.get("baseline", {}).get("options_file") or {}).get("sha256"):
+            raise IntegrityError(
+                f"--baseline-options {baseline_options} (sha256 {got[:16]}...) is not the "
+                "options file the report's baseline ran with"
             )
     if inputs is not None:
         got = digest(inputs, "inputs")

@@ -15,10 +15,13 @@ def render(statement: Mapping[str, Any], fail_below: float | None = None) -> str
         (c["name"], None if c["ok"] else c["detail"], c["detail"]) for c in v.checks
     ]
     if fail_below is not None:
-        lower = v.headline["lower"] if v.headline else 0.0
-        ok = lower >= fail_below
-        detail = f"speedup {fmt_speedup(v.headline)}; lower bound must be >= {fail_below:g}"
-        cases.append((f"speedup >= {fail_below:g}", None if ok else detail, detail))
+        if v.headline is None:  # INVALID: no speedup to compare
+            detail = f"the run is INVALID: no speedup to hold against {fail_below:g}"
+            cases.append((f"speedup >= {fail_below:g}", detail, detail))
+        else:
+            ok = v.headline["lower"] >= fail_below
+            detail = f"speedup {fmt_speedup(v.headline)}; lower bound must be >= {fail_below:g}"
+            cases.append((f"speedup >= {fail_below:g}", None if ok else detail, detail))
     suites = ET.Element("testsuites")
     suite = ET.SubElement(
         suites,
@@ -32,8 +35,9 @@ def render(statement: Mapping[str, Any], fail_below: float | None = None) -> str
     props = ET.SubElement(suite, "properties")
     for name, value in (
         ("verdict", v.verdict),
-        ("speedup", fmt_speedup(v.headline)),
+        ("speedup", fmt_speedup(v.headline) if v.headline else "not billable (INVALID)"),
         ("savings", v.savings_line),
+        *((("fix", v.fix),) if v.fix else ()),
         ("signer", v.signer),
     ):
         ET.SubElement(props, "property", name=name, value=value)

@@ -11,22 +11,23 @@ from luminal.metering.report.view import STAT_COLUMNS, fmt_speedup, view
 def render(statement: Mapping[str, Any]) -> str:
     v = view(statement)
     icon = "✅" if v.verdict == "VALID" else "❌"
-    out = [
-        f"## {v.title}: {icon} {v.verdict}",
-        "",
-        f"**Speedup** ({v.headline['scenario'] if v.headline else '-'}): {fmt_speedup(v.headline)}",
-        "",
-        f"**Savings**: {v.savings_line}",
-        "",
-        f"Baseline: {_esc(v.baseline)}  ",
-        f"Candidate: {_esc(v.candidate)}",
-        "",
-    ]
-    if v.reasons:
-        out += ["**Why INVALID:**", ""] + [f"- {_esc(r)}" for r in v.reasons] + [""]
+    out = [f"## {v.title}: {icon} {v.verdict}", ""]
+    if v.headline is not None:
+        out += [
+            f"**Speedup** ({v.headline['scenario']}): {fmt_speedup(v.headline)}",
+            "",
+            f"**Savings**: {v.savings_line}",
+            "",
+        ]
+    else:
+        out += ["**Why INVALID** (no speedup is reported or billed):", ""]
+        out += [f"- {_esc(why)}" for why in v.why] + [""]
+        if v.fix:
+            out += [f"**To fix**: {_esc(v.fix)}", ""]
+    out += [f"Baseline: {_esc(v.baseline)}  ", f"Candidate: {_esc(v.candidate)}", ""]
     for sc in v.scenarios:
         out += [
-            f"### {sc.name} (batch {sc.batch}): {fmt_speedup(sc.speedup)}",
+            f"### {sc.name} (batch {sc.batch}): {sc.speedup_line}",
             "",
             _table(STAT_COLUMNS, sc.rows),
             "",

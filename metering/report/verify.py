@@ -73,6 +73,7 @@ class Evidence:
     artifact: Path | None = None
     model: Path | None = None
     inputs: Path | None = None
+    baseline_options: Path | None = None
 
 
 def verify(
@@ -112,7 +113,11 @@ def verify(
         check_terms(lic, predicate)
         subjects = check_subjects(statement)
         check_files(
-            predicate, artifact=evidence.artifact, model=evidence.model, inputs=evidence.inputs
+            predicate,
+            artifact=evidence.artifact,
+            model=evidence.model,
+            inputs=evidence.inputs,
+            baseline_options=evidence.baseline_options,
         )
     except IntegrityError as err:
         raise IntegrityError(f"report {path}: {err}") from None

@@ -23,8 +23,22 @@ def fmt_time(ns: float) -> str:
 def fmt_speedup(s: Mapping[str, Any] | None) -> str:
     if not s:
         return "n/a"
+    if s.get("halfwidth") is None:
+        return f"{s['point']:.3f}x (no interval: {s.get('pairs', 0)} paired block(s))"
     pct = round(100 * s["confidence"])
-    return f"{s['point']:.3f}x [{s['lower']:.3f}, {s['upper']:.3f}] ({pct}% CI)"
+    return (
+        f"{s['point']:.3f}x [{s['lower']:.3f}, {s['upper']:.3f}] ({pct}% CI, ±{s['halfwidth']:.1%})"
+    )
+
+
+def headline_line(results: Mapping[str, Any]) -> str:
+    """The one line a summary ends with: the billable speedup, or why there is none.  An
+    INVALID run's numbers are in the JSON (marked `billable: false`) but never headlined."""
+    v = results["validity"]
+    if not v["valid"]:
+        fix = f"; to fix: {v['fix']}" if v.get("fix") else ""
+        return f"no speedup to bill on: the run is INVALID{fix}"
+    return f"speedup: {fmt_speedup(results['speedup'])}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +47,7 @@ class ScenarioView:
     batch: int
     rows: list[list[str]]
     speedup: Mapping[str, Any]
+    speedup_line: str  # "speedup 1.23x [...]", or "not billable" for an INVALID run
     timings: dict[str, list[list[int]]]  # arm label -> blocks of per-run ns
 
 
@@ -43,8 +58,10 @@ class ReportView:
     candidate: str
     verdict: str
     reasons: list[str]
+    why: list[str]  # the failed checks' details, in words (empty when VALID)
+    fix: str | None  # one line: what to do about an INVALID run
     warnings: list[str]
-    headline: Mapping[str, Any] | None
+    headline: Mapping[str, Any] | None  # None for an INVALID run: nothing to bill on
     savings: Mapping[str, Any]
     savings_line: str
     scenarios: list[ScenarioView]
@@ -87,7 +104,12 @@ def view(statement: Mapping[str, Any]) -> ReportView:
                 ]
             )
         timings = {label: sc["measurement"]["arms"][arm]["blocks"] for arm, label in ARMS}
-        scenarios.append(ScenarioView(name, sc["batch"], rows, st["speedup"], timings))
+        line = (
+            f"speedup {fmt_speedup(st['speedup'])}"
+            if r["validity"]["valid"]
+            else "speedup not billable (the run is INVALID)"
+        )
+        scenarios.append(ScenarioView(name, sc["batch"], rows, st["speedup"], line, timings))
     parity_rows = [
         [
             o["name"],
@@ -105,13 +127,7 @@ def view(statement: Mapping[str, Any]) -> ReportView:
     audit_lines = [
         f"TEST01: {sum(s['ok'] for s in samples)}/{len(samples)} outputs sampled during the "
         "timed run match the baseline",
-        "TEST04: "
-        + (
-            f"repeated input {t04['ratio']:.3f}x as fast as fresh inputs "
-            f"(limit {1 + t04['threshold']:.2f}x): {'OK' if t04['ok'] else 'FAIL'}"
-            if t04["ratio"] is not None
-            else "not run"
-        ),
+        "TEST04: " + _test04_line(t04),
     ]
     m = p["method"]
     method_rows = [
@@ -123,16 +139,22 @@ def view(statement: Mapping[str, Any]) -> ReportView:
             f"until the last {m['warmup_window']} block means agree within "
             f"{m['warmup_tolerance']:.0%} (at most {m['warmup_max_s']:g} s)",
         ],
-        ["spread", f"CV of block means at most {m['max_cv']:.0%}"],
         [
-            "bootstrap",
-            f"{m['bootstrap_resamples']} paired resamples, seed {m['seed']}, "
-            f"{m['confidence']:.0%} percentile interval",
+            "speedup",
+            "geometric mean of the per-round ratios baseline block mean / luminal block "
+            f"mean, {m['confidence']:.0%} t-interval on their logs",
         ],
+        [
+            "billable when",
+            f"the interval's relative half-width is at most ±{m['target_halfwidth']:.0%} "
+            "(rounds continue until it is, up to the cap); billed on its lower bound",
+        ],
+        ["seed", f"{m['seed']} (block order, audit sampling)"],
         [
             "audits",
             f"TEST01 {m['audit_samples']} sampled outputs; TEST04 {p['audit']['test04']['runs']} "
-            f"runs each side, limit +{m['audit_threshold']:.0%}",
+            f"runs each side, caching when the interval's lower bound exceeds "
+            f"{1 + m['audit_threshold']:.2f}x",
         ],
         ["tolerances", ", ".join(f"{k} {v[0]:g}/{v[1]:g}" for k, v in m["tolerances"].items())],
         [
@@ -172,8 +194,10 @@ def view(statement: Mapping[str, Any]) -> ReportView:
         candidate=candidate,
         verdict=v["verdict"],
         reasons=v["reasons"],
+        why=[c["detail"] for c in v["checks"] if not c["ok"]],
+        fix=v.get("fix"),
         warnings=v["warnings"],
-        headline=r["speedup"],
+        headline=r["speedup"] if v["valid"] else None,
         savings=r["savings"],
         savings_line=savings_line(r["savings"]),
         scenarios=scenarios,
@@ -198,6 +222,19 @@ def savings_line(s: Mapping[str, Any]) -> str:
         f"at {h['price_per_hour']} {cur}/device-hour and speedup lower bound {float(s['speedup']):.3f}: "
         f"savings {k['savings']} {cur} per 1000 h, fee {k['fee']} {cur} (share {s['pricing']['share']}), "
         f"customer keeps {k['customer_keeps']} {cur}"
+    )
+
+
+def _test04_line(t04: Mapping[str, Any]) -> str:
+    r = t04["ratio"]
+    if r is None or r.get("halfwidth") is None:
+        return "not run"
+    limit = 1 + t04["threshold"]
+    result = {"clear": "OK", "inconclusive": "inconclusive (noise)", "cached": "FAIL (cached)"}
+    return (
+        f"fresh inputs take {r['point']:.3f}x the time of a repeated input, interval "
+        f"[{r['lower']:.3f}, {r['upper']:.3f}]; caching if the lower bound exceeds "
+        f"{limit:.2f}x: {result.get(t04['outcome'], t04['outcome'])}"
     )
 
 

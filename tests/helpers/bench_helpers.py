@@ -29,13 +29,18 @@ SPECS = (TensorSpec("x", (2, 4), DType.F32),)
 
 @dataclass
 class FakeClock:
+    """Moves only when an arm runs.  `drift(now)` is how much slower the whole machine is
+    at time `now` (1.0: not at all): a load that every arm running then suffers alike."""
+
     now: int = 0
+    drift: Callable[[int], float] | None = None
 
     def __call__(self) -> int:
         return self.now
 
     def advance(self, ns: float) -> None:
-        self.now += max(1, int(ns))
+        factor = self.drift(self.now) if self.drift else 1.0
+        self.now += max(1, int(ns * factor))
 
 
 def model(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -121,7 +126,6 @@ FAST = MethodSettings(
     block_s=0.01,
     settle_s=0.0,
     warmup_max_s=0.5,
-    bootstrap_resamples=2000,
     audit_samples=8,
     audit_runs=40,
 )
@@ -137,10 +141,11 @@ def fake_run(
     terms: BillingTerms | None = None,
     fingerprint: str = "0" * 32,
     baseline_seed: int = 1,
+    drift: Callable[[int], float] | None = None,
 ) -> BenchRun:
     """A complete benchmark run on fake arms and a fake clock, shaped like `run_bench`'s;
     `terms` (from a license: `licensed_terms`) replace `pricing` and name the license."""
-    clock = FakeClock()
+    clock = FakeClock(drift=drift)
     base = FakeArm(clock, baseline_ns, sigma=sigma, seed=baseline_seed)
     sets = inputs.seeded(SPECS, 0, 4)
     scenarios = [

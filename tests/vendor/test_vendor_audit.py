@@ -127,7 +127,6 @@ METHOD = MethodSettings(
     block_s=0.01,
     settle_s=0.01,
     warmup_max_s=0.5,
-    bootstrap_resamples=2000,
     audit_runs=20,
 )
 

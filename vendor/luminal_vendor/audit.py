@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from luminal.errors import IntegrityError
+from luminal.errors import IntegrityError, UsageError
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.results import derive
 from luminal.references.parity import Tolerance
@@ -108,6 +108,7 @@ def rerun_request(
     model: Path,
     inputs: Path | None,
     work_dir: Path,
+    baseline_options: Path | None = None,
 ) -> BenchRequest:
     """The customer's bench, as its report records it, on the vendor's copies of the files.
 
@@ -115,6 +116,10 @@ def rerun_request(
     install's): what vouches for it is that its digest is the one the report measured.
     """
     req = predicate["request"]
+    if predicate["baseline"].get("options_file") and baseline_options is None:
+        raise UsageError(
+            "the report's baseline ran with an options file: pass it with --baseline-options"
+        )
     m = dict(predicate["method"])
     tolerances = {k: Tolerance(float(r), float(a)) for k, (r, a) in m["tolerances"].items()}
     names = {f.name for f in fields(MethodSettings)}
@@ -135,6 +140,7 @@ def rerun_request(
         method=method,
         tolerances=tolerances,
         baseline_settings=dict(req["baseline_settings"]),
+        baseline_options=baseline_options,
         dims=dict(req["dims"]),
         trust_unsigned=True,
     )
@@ -145,12 +151,14 @@ def audit(
     artifact: Path,
     model: Path,
     inputs: Path | None = None,
+    baseline_options: Path | None = None,
 ) -> AuditResult:
     """Re-run the bench a (verified) report describes and compare its claimed speedup."""
     predicate = statement["predicate"]
     claimed = speedup_claim(predicate["results"])
     with tempfile.TemporaryDirectory(prefix="luminal-audit-") as work:
-        run = run_bench(rerun_request(predicate, artifact, model, inputs, Path(work)))
+        req = rerun_request(predicate, artifact, model, inputs, Path(work), baseline_options)
+        run = run_bench(req)
     results = derive(run.predicate)
     if claimed.scenario not in results["scenarios"]:
         raise IntegrityError(f"the re-run measured no {claimed.scenario} scenario")

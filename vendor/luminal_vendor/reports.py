@@ -60,6 +60,10 @@ ModelOpt = Annotated[
 InputsOpt = Annotated[
     Path | None, typer.Option("--inputs", help="The inputs file measured: must be its digest.")
 ]
+OptionsOpt = Annotated[
+    Path | None,
+    typer.Option("--baseline-options", help="The baseline's options file: must be its digest."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
 
@@ -92,6 +96,7 @@ def verify_report_cmd(
     artifact: ArtifactOpt = None,
     model: ModelOpt = None,
     inputs: InputsOpt = None,
+    baseline_options: OptionsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Everything `luminal report verify` checks, against the vendor's roots (exit 4 if not).
@@ -101,9 +106,8 @@ def verify_report_cmd(
     activation request, a license), terms that differ from the license's, a subject the
     predicate does not record, and any number that differs from its recomputation.
     """
-    verified = _verify(
-        report, license_file, install_key, trust_keys, Evidence((), artifact, model, inputs)
-    )
+    evidence = Evidence((), artifact, model, inputs, baseline_options)
+    verified = _verify(report, license_file, install_key, trust_keys, evidence)
     print_verified(report, verified, as_json)
 
 
@@ -148,6 +152,7 @@ def audit_cmd(
     artifact: Annotated[Path, typer.Option("--artifact", help="The .lmnl the report measured.")],
     model: Annotated[Path, typer.Option("--model", help="The baseline model it measured.")],
     inputs: InputsOpt = None,
+    baseline_options: OptionsOpt = None,
     install_key: InstallKeyOpt = None,
     trust_keys: TrustKeyOpt = None,
     as_json: JsonOpt = False,
@@ -158,10 +163,9 @@ def audit_cmd(
     when it lies above or below it; exit 4 when the report does not verify or the files are not
     the ones it measured. Run it on a machine equivalent to the report's (`machine`).
     """
-    verified = _verify(
-        report, license_file, install_key, trust_keys, Evidence((), artifact, model, inputs)
-    )
-    result = audit(verified.statement, artifact, model, inputs)
+    evidence = Evidence((), artifact, model, inputs, baseline_options)
+    verified = _verify(report, license_file, install_key, trust_keys, evidence)
+    result = audit(verified.statement, artifact, model, inputs, baseline_options)
     c, r = result.claimed, result.reproduced
     if as_json:
         typer.echo(json.dumps({"report": str(report), **result.to_json()}, indent=2))

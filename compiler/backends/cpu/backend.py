@@ -6,6 +6,7 @@
     build     the C compiled for this machine's CPU features (`toolchain`), linked with
               OpenBLAS when a kernel calls it, and the packed weights
     load      `CpuExecutable`: checks the CPU features, opens the library, runs it
+    profiled  the same library with a timer around every kernel (`luminal profile`)
 
 What all of these need to agree on (the CPU's features, the compiler flags, the C
 toolchain, the code generator's options) is worked out once per request (`Context`).
@@ -19,6 +20,7 @@ from dataclasses import dataclass, replace
 from luminal.compiler.artifact.manifest import Manifest
 from luminal.compiler.backends.cpu import blas, codegen, toolchain
 from luminal.compiler.backends.cpu.executable import ABI, CpuExecutable
+from luminal.compiler.backends.cpu.native import NativeLibrary
 from luminal.compiler.backends.cpu.tuner import CpuTuner
 from luminal.compiler.backends.protocol import Built, Capabilities, Request
 from luminal.compiler.hardware import CpuInfo, Probe, cpu_device, detect_cpu
@@ -99,3 +101,12 @@ class CpuBackend:
 
     def load(self, manifest: Manifest, members: Mapping[str, bytes]) -> CpuExecutable:
         return CpuExecutable(manifest, members)
+
+    def profiled(self, request: Request) -> NativeLibrary:
+        """The request's library with `lum_kernel_seconds[]` timers, opened here."""
+        c = Context.of(request)
+        options = replace(c.codegen, profile=True)
+        source = codegen.generate(request.sched, options)
+        if blas.MARKER in source:  # the library links OpenBLAS: open it first
+            blas.load(blas.describe(), "the profiled model")
+        return NativeLibrary.build(request.sched, options, c.flags, c.toolchain)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, threads, winograd
+from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, stencil, threads, winograd
 from luminal.compiler.ir import DType, Node, Op, TensorSpec
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
@@ -458,6 +458,9 @@ class _KernelWriter:
     def _contraction(self, out: list[str]) -> None:
         if self.v.impl == "blas":
             blas.write(self, out)
+            return
+        if self.v.impl == "stencil":
+            stencil.write(self, out, simd.ISAS[self.o.simd])
             return
         if self.v.impl in winograd.TILE:
             winograd.write(self, out, simd.ISAS[self.o.simd])

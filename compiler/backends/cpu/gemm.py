@@ -88,6 +88,20 @@ def supported(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     )
 
 
+def k_offsets(w: _KernelWriter, axis: Axis, offset: Lin, tag: str) -> str:
+    """C expression for `offset`'s part along the reduction `axis` at flat index `k`: a
+    constant stride when the reduced variables merge (a matmul, a 1x1 convolution), else a
+    table of offsets written as a helper (a 3x3 convolution's (cin, kh, kw))."""
+    stride = axis.stride(offset)
+    if stride is not None:
+        return f"k * {stride}" if stride else "0"
+    table = axis.offsets(offset)
+    name = f"{w.name}_{tag}"
+    t = "int32_t" if max(map(abs, table), default=0) < 2**31 else "int64_t"
+    w.helpers.append(f"static const {t} {name}[{len(table)}] = {{{', '.join(map(str, table))}}};")
+    return f"{name}[k]"
+
+
 def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     _Gemm(w, isa).write(out)
 
@@ -126,17 +140,7 @@ class _Gemm:
         return [f"{ind}const int64_t {v.name} = {e};" for v, e in axis.unflatten(flat)]
 
     def _koff(self, offset: Lin, tag: str) -> str:
-        """C expression for `offset`'s part along K at flat index `k`."""
-        stride = self.lay.k.stride(offset)
-        if stride is not None:
-            return f"k * {stride}" if stride else "0"
-        table = self.lay.k.offsets(offset)
-        name = f"{self.w.name}_{tag}"
-        t = "int32_t" if max(map(abs, table), default=0) < 2**31 else "int64_t"
-        self.w.helpers.append(
-            f"static const {t} {name}[{len(table)}] = {{{', '.join(map(str, table))}}};"
-        )
-        return f"{name}[k]"
+        return k_offsets(self.w, self.lay.k, offset, tag)
 
     # ---- the kernel ----------------------------------------------------------------------
     def write(self, out: list[str]) -> None:

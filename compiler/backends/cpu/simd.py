@@ -24,6 +24,8 @@ class Isa:
     zero: str
     fma: str  # a*b+c, one rounding when the ISA has FMA
     fused: bool
+    loadn: str = ""  # LUM_VLOADN(p, n): the first n lanes (0 <= n <= width), the rest zero
+    gathern: str = ""  # LUM_VGATHERN(p, s, n): p[0], p[s], ... for n lanes, the rest zero
 
     def macros(self) -> str:
         if not self.name:
@@ -36,8 +38,23 @@ class Isa:
             f"#define LUM_VBCAST(x) {self.bcast}(x)\n"
             f"#define LUM_VZERO() {self.zero}()\n"
             f"#define LUM_VFMA(a, b, c) {self.fma}\n"
+        ) + (
+            f"#define LUM_VLOADN(p, n) {self.loadn}\n#define LUM_VGATHERN(p, s, n) {self.gathern}\n"
+            if self.loadn
+            else ""
         )
 
+
+#: AVX2 lanes below n: an all-ones 32-bit mask per lane (maskload and gathers read only those).
+_AVX2_MASK = (
+    "_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))"
+)
+_AVX2_LOADN = f"_mm256_maskload_ps(p, {_AVX2_MASK})"
+_AVX2_GATHERN = (
+    "_mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, "
+    "_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), "
+    f"_mm256_castsi256_ps({_AVX2_MASK}), 4)"
+)
 
 AVX512 = Isa(
     "avx512",
@@ -50,6 +67,10 @@ AVX512 = Isa(
     "_mm512_setzero_ps",
     "_mm512_fmadd_ps(a, b, c)",
     True,
+    "_mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)",
+    "_mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)((1u << (n)) - 1u), "
+    "_mm512_mullo_epi32(_mm512_set1_epi32((int)(s)), "
+    "_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4)",
 )
 AVX2 = Isa(
     "avx2",
@@ -62,6 +83,8 @@ AVX2 = Isa(
     "_mm256_setzero_ps",
     "_mm256_fmadd_ps(a, b, c)",
     True,
+    _AVX2_LOADN,
+    _AVX2_GATHERN,
 )
 AVX = Isa(
     "avx",

@@ -39,10 +39,10 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
 
     Contractions: the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
-    OpenBLAS when the operands are strided matrices (`blas.legal`), and the other
+    the stencil kernel for a depthwise convolution's shape (`stencil.legal`), OpenBLAS when the operands are strided matrices (`blas.legal`), and the other
     parallel setting when the work is near the threshold.  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
-    from luminal.compiler.backends.cpu import blas, gemm, simd, winograd
+    from luminal.compiler.backends.cpu import blas, gemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
@@ -62,6 +62,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             out = out[:4]
             if shape.k >= 1024:  # K blocking: never measured faster below (768: -3%)
                 out.append(Variant(kc=256))
+        if stencil.legal(sched, kernel, isa):
+            out.append(Variant(impl="stencil"))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:

@@ -6,7 +6,10 @@ import numpy as np
 
 from luminal.metering.bench import inputs
 from luminal.metering.bench.method import MethodSettings, measure
+from luminal.metering.bench.stats import paired_blocks
 from tests.helpers.bench_helpers import FAST, SPECS, FakeArm, FakeClock, model
+
+PAIR = ("baseline", "luminal")
 
 
 def test_interleaved_blocks_meet_duration_and_counts() -> None:
@@ -95,3 +98,41 @@ def test_max_duration_stops_a_run_that_cannot_reach_its_counts() -> None:
         clock=clock,
     )
     assert 1.0e9 <= m.elapsed_ns < 1.1e9
+
+
+def test_the_timed_phase_runs_until_the_interval_is_narrow_enough() -> None:
+    """Noisy arms: the floors (20 rounds, 0.5 s) come first, the target width later."""
+    clock = FakeClock()
+    arms = {
+        "baseline": FakeArm(clock, 1e6, sigma=0.8, seed=1),
+        "luminal": FakeArm(clock, 5e5, sigma=0.8, seed=2),
+    }
+    m = measure(arms, inputs.seeded(SPECS, 0, 2).sets, FAST, clock=clock, pair=PAIR)
+    r = paired_blocks(m.arms["baseline"].blocks, m.arms["luminal"].blocks)
+    assert r.halfwidth is not None and r.halfwidth <= FAST.target_halfwidth
+    assert len(m.order) > FAST.min_blocks and m.elapsed_ns > 1.5 * FAST.duration_s * 1e9
+    # one round fewer was not enough: it stopped at the first round that was
+    fewer = paired_blocks(m.arms["baseline"].blocks[:-1], m.arms["luminal"].blocks[:-1])
+    assert fewer.halfwidth is not None and fewer.halfwidth > FAST.target_halfwidth
+
+
+def test_a_target_it_cannot_reach_stops_at_the_cap_and_progress_says_so() -> None:
+    clock = FakeClock()
+    settings = MethodSettings(**{**FAST.__dict__, "target_halfwidth": 1e-6, "max_duration_s": 1.0})
+    seen: list[tuple[str, float, str]] = []
+    m = measure(
+        {
+            "baseline": FakeArm(clock, 1e6, sigma=0.3, seed=1),
+            "luminal": FakeArm(clock, 1e6, sigma=0.3, seed=2),
+        },
+        inputs.seeded(SPECS, 0, 1).sets,
+        settings,
+        clock=clock,
+        pair=PAIR,
+        progress=lambda phase, done, detail: seen.append((phase, done, detail)),
+    )
+    assert 1.0e9 <= m.elapsed_ns < 1.1e9
+    timed = [s for s in seen if s[0] == "timed"]
+    assert timed[-1][2].startswith(f"{len(m.order)} blocks, speedup interval ±")
+    assert all(0 <= done < 1 for _, done, _ in timed)
+    assert {s[0] for s in seen} == {"warm-up", "timed"}

@@ -1,6 +1,8 @@
-"""Statistics: percentiles, spread, and the paired bootstrap's interval."""
+"""Statistics: percentiles, spread, and the paired estimator's t-interval."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -20,43 +22,73 @@ def test_arm_stats_from_raw_runs() -> None:
     assert s.cv == pytest.approx(means.std(ddof=1) / means.mean())
 
 
-def test_ratio_of_medians_is_deterministic_and_brackets_its_point() -> None:
+@pytest.mark.parametrize(
+    ("confidence", "dof", "table"),
+    [
+        (0.95, 1, 12.706),
+        (0.95, 2, 4.303),
+        (0.95, 9, 2.262),
+        (0.95, 19, 2.093),
+        (0.95, 29, 2.045),
+        (0.95, 30, 2.042),
+        (0.95, 120, 1.980),
+        (0.99, 10, 3.169),
+        (0.99, 60, 2.660),
+        (0.90, 5, 2.015),
+    ],
+)
+def test_t_quantile_matches_the_printed_table(confidence: float, dof: int, table: float) -> None:
+    assert stats.t_quantile(confidence, dof) == pytest.approx(table, abs=6e-4)
+
+
+def test_paired_ratio_is_the_geometric_mean_of_per_pair_ratios() -> None:
     rng = np.random.default_rng(3)
     base = 2.0 * np.exp(rng.normal(0, 0.05, 40))
     cand = 1.0 * np.exp(rng.normal(0, 0.05, 40))
-    a = stats.ratio_of_medians(base, cand, seed=7, resamples=2000)
-    b = stats.ratio_of_medians(base, cand, seed=7, resamples=2000)
-    assert a == b
-    assert a.point == pytest.approx(np.median(base) / np.median(cand))
-    assert a.lower < a.point < a.upper
-    assert 1.8 < a.lower and a.upper < 2.2
+    r = stats.paired_ratio(base, cand)
+    logs = np.log(base / cand)
+    assert r.point == pytest.approx(math.exp(logs.mean()))
+    half = stats.t_quantile(0.95, 39) * logs.std(ddof=1) / math.sqrt(40)
+    assert (r.lower, r.upper) == pytest.approx((r.point / math.exp(half), r.point * math.exp(half)))
+    assert r.halfwidth == pytest.approx((r.upper - r.lower) / (2 * r.point))
+    assert r.pairs == 40 and 1.9 < r.lower < r.point < r.upper < 2.1
+    assert stats.paired_ratio(base, cand) == r  # nothing random: verify recomputes it exactly
+    swapped = stats.paired_ratio(cand, base)  # swapping the arms inverts the interval
+    assert swapped.point == pytest.approx(1 / r.point)
+    assert swapped.lower == pytest.approx(1 / r.upper)
 
 
-def test_bootstrap_interval_covers_the_true_ratio() -> None:
-    """Synthetic paired blocks: true medians 3.0 ms and 2.0 ms (ratio 1.5), independent
-    per-arm noise plus machine noise that hits both arms of a round alike."""
-    true_ratio = 1.5
-    covered = 0
-    trials = 120
+def test_interval_covers_the_true_ratio_under_drift_and_noise() -> None:
+    """True speedup 1.5; a random walk of machine speed that both arms of a round share,
+    plus independent lognormal noise per block.  The t-interval covers about 95%."""
+    covered, trials = 0, 400
     for t in range(trials):
         rng = np.random.default_rng(1000 + t)
-        n = 40
-        machine = np.exp(rng.normal(0, 0.15, n))  # shared by both arms of a round
-        base = 3.0e6 * machine * np.exp(rng.normal(0, 0.05, n))
-        cand = 2.0e6 * machine * np.exp(rng.normal(0, 0.05, n))
-        r = stats.ratio_of_medians(base, cand, seed=t, resamples=1000)
-        covered += r.lower <= true_ratio <= r.upper
-    # 95% nominal; the percentile bootstrap of a median is a little conservative or liberal
-    # at n=40, so accept anything from 88%.
-    assert covered / trials >= 0.88
+        n = 30
+        machine = np.exp(np.cumsum(rng.normal(0, 0.2, n)))  # drifts far over the run
+        base = 3.0e6 * machine * np.exp(rng.normal(0, 0.1, n))
+        cand = 2.0e6 * machine * np.exp(rng.normal(0, 0.1, n))
+        r = stats.paired_ratio(base, cand)
+        covered += r.lower <= 1.5 <= r.upper
+    assert 0.92 <= covered / trials <= 0.98
 
 
-def test_pairing_cancels_shared_noise() -> None:
+def test_pairing_cancels_shared_drift() -> None:
     rng = np.random.default_rng(5)
-    machine = np.exp(rng.normal(0, 0.3, 30))  # big round-to-round drift
-    r = stats.ratio_of_medians(2.0 * machine, 1.0 * machine, seed=0, resamples=1000)
-    assert r.lower == pytest.approx(2.0) and r.upper == pytest.approx(2.0)
+    machine = np.exp(rng.normal(0, 0.3, 30))  # big round-to-round drift, both arms alike
+    r = stats.paired_ratio(2.0 * machine, 1.0 * machine)
+    assert r.point == pytest.approx(2.0) and r.halfwidth == pytest.approx(0.0, abs=1e-12)
+    assert stats.cv(2.0 * machine) > 0.2  # which a cap on each arm's spread would reject
 
 
-def test_median_ratio() -> None:
-    assert stats.median_ratio([[20, 20], [22]], [[10], [10, 11]]) == pytest.approx(2.0)
+def test_paired_blocks_pairs_block_means_round_by_round() -> None:
+    r = stats.paired_blocks([[20, 20], [44]], [[10], [20, 24]])
+    assert r.point == pytest.approx(2.0) and r.pairs == 2
+
+
+def test_too_few_pairs_have_no_interval() -> None:
+    one = stats.paired_ratio(np.array([2.0]), np.array([1.0]))
+    assert one.point == 2.0 and one.halfwidth is None and one.pairs == 1
+    assert stats.paired_ratio(np.zeros(0), np.zeros(0)).halfwidth is None
+    with pytest.raises(ValueError, match="paired"):
+        stats.paired_ratio(np.ones(3), np.ones(2))

@@ -1,0 +1,198 @@
+"""The generated stencil contraction: a depthwise convolution's shape of product.
+
+    out[outer, v] = sum_k B[outer, k] * A[outer, v * s + offset_k]
+
+A contraction is a stencil when one operand (B, a depthwise convolution's weights) has no
+output loop of its own: every output loop it moves along, the other operand (A, the
+activations) moves along too.  As a batch of matrix products that is M = 1 per batch
+item (`gemm_layout`): the GEMM kernel then packs a K x NR panel of A per output row and
+broadcasts one weight at a time, and a 3x3 depthwise convolution ran at 0.5-3 GFLOP/s
+(mobilenet_v2, 2 threads), packing and storing far more than it multiplied.
+
+Here the vectorized loop is the output's unit-stride loop `v` (an output row), which A
+moves along with stride `s` (1, or a strided convolution's 2) and B does not:
+
+    for each outer index (channel, output row)               [thread pool]
+        for each block of JB output columns
+            JB accumulators (vector registers), over k: one broadcast weight, JB lanes of A
+            store through the fused epilogue
+
+The accumulators are explicit vector registers (`simd.py`'s macros): written as a plain
+loop over an accumulator array for the compiler to vectorize, GCC kept the array in
+memory and the kernel ran at 3-5 GFLOP/s against 24-41 with registers (3x3, 144 x 56 x 56,
+one thread).  The last, shorter block uses masked loads, which never read past the row; a
+strided convolution's loads are gathers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from luminal.compiler.backends.cpu.gemm import k_offsets
+from luminal.compiler.backends.cpu.gemm_layout import Axis
+from luminal.compiler.backends.cpu.simd import Isa
+from luminal.compiler.ir import DType
+from luminal.compiler.schedule import Kernel, Schedule
+from luminal.compiler.schedule.contraction import ContractionPlan
+from luminal.compiler.schedule.symbolic import Lin, Var
+
+if TYPE_CHECKING:
+    from luminal.compiler.backends.cpu.codegen import _KernelWriter
+
+#: Output columns per register block: 4 AVX2 vectors (or 2 AVX-512 ones) of
+#: accumulators, with registers left for the loads of A.
+BLOCK = 32
+
+#: Vector accumulators one item keeps (rows x vectors per row): enough independent FMA
+#: chains to hide the FMA latency, with registers left for the loads.
+ACCUMULATORS = 8
+
+#: Longest reduction taken (a 7x7 depthwise window is 49; a GEMV's K is a GEMM's job).
+MAX_K = 256
+
+#: Narrowest output row worth a (masked) vector loop.
+MIN_ROW = 4
+
+
+@dataclass(frozen=True)
+class StencilLayout:
+    a: tuple[int, Lin]  # streamed operand: buffer node, offset (moves along `vec`)
+    b: tuple[int, Lin]  # broadcast operand (one scalar per outer index and k)
+    vec: Var  # the output's unit-stride loop
+    outer: Axis  # every other output loop, flattened: the work items
+    k: Axis  # the reduced loops, flattened
+
+    @staticmethod
+    def of(plan: ContractionPlan) -> StencilLayout | None:
+        cl = plan.loops
+        outs = [v for v in cl.loops if v not in cl.reduced]
+        k = Axis(tuple(v for v in cl.loops if v in cl.reduced))
+        if not k.vars or k.size > MAX_K:
+            return None
+        for a, b in ((cl.x, cl.y), (cl.y, cl.x)):
+            ao, bo = a[1], b[1]
+            if any(bo.coeff(v) != 0 and ao.coeff(v) == 0 for v in outs):
+                continue  # B has rows of its own: a matrix product
+            vecs = [
+                v for v in outs if cl.out.coeff(v) == 1 and ao.coeff(v) > 0 and bo.coeff(v) == 0
+            ]
+            if vecs and vecs[0].size >= MIN_ROW:
+                vec = vecs[0]
+                outer = Axis(tuple(v for v in outs if v != vec))
+                return StencilLayout(a, b, vec, outer, k)
+        return None
+
+
+def legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
+    """An f32 contraction of the stencil shape (see the module docstring), on a vector
+    ISA with masked loads and gathers (AVX2, AVX-512)."""
+    p = kernel.contraction
+    if p is None or not isa.loadn or StencilLayout.of(p) is None:
+        return False
+    node = sched.graph.nodes[kernel.reduction if kernel.reduction is not None else kernel.node]
+    return (
+        node.dtype is DType.F32
+        and sched.dtype(p.loops.x[0]) is DType.F32
+        and sched.dtype(p.loops.y[0]) is DType.F32
+    )
+
+
+def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
+    p = w.k.contraction
+    assert p is not None
+    lay = StencilLayout.of(p)
+    assert lay is not None
+    (ab, ao), (bb, bo) = lay.a, lay.b
+    pa, pb = w._pointer(ab), w._pointer(bb)
+    V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
+    NV = min(BLOCK // VW, -(-V // VW))  # vectors per row block
+    JB = NV * VW
+    row, R = _row_block(lay, bo, NV)
+    outer = lay.outer
+    if row is not None and R > 1:  # R rows share each broadcast weight
+        rb = Var(f"{row.name}b", row.size // R)
+        outer = Axis(tuple(rb if v == row else v for v in outer.vars))
+        to_block = {row: Lin.of(rb) * R}
+        ao_block, out_block = ao.substitute(to_block), p.loops.out.substitute(to_block)
+    else:
+        ao_block, out_block = ao, p.loops.out
+    ra = ao.coeff(row) if row is not None else 0  # A's step from one row to the next
+    abase = _without(ao_block, (*lay.k.vars, lay.vec))
+    bbase = _without(bo, lay.k.vars)
+    ak = k_offsets(w, lay.k, ao, "ak")
+    bk = k_offsets(w, lay.k, bo, "bk")
+    items = outer.size
+    if items > 1 and w._parallel(items * R * V * K):
+        w.pool = (str(items), "0")
+        out.append("    for (int64_t t = lum_lo; t < lum_hi; t++) {")
+    else:
+        out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
+    i2 = "        "
+    out.extend(f"{i2}const int64_t {v.name} = {e};" for v, e in outer.unflatten("t"))
+    out.append(f"{i2}const float *ab = {pa} + ({abase.c()});")
+    out.append(f"{i2}const float *bb = {pb} + ({bbase.c()});")
+    out.append(f"{i2}for (int64_t j0 = 0; j0 < {V}; j0 += {JB}) {{")
+    i3 = i2 + "    "
+    acc = [[f"c{r}_{v}" for v in range(NV)] for r in range(R)]
+    out.append(f"{i3}const int64_t jn = {V} - j0 < {JB} ? {V} - j0 : {JB};")
+    out.append(f"{i3}lum_vf " + ", ".join(f"{c} = LUM_VZERO()" for a in acc for c in a) + ";")
+    for full in (True, False):
+        out.append(i3 + (f"if (jn == {JB}) {{" if full else "} else {"))
+        if not full:
+            out.extend(
+                f"{i3}    const int64_t n{v} = jn > {v * VW + VW} ? {VW} : "
+                f"jn > {v * VW} ? jn - {v * VW} : 0;"
+                for v in range(NV)
+            )
+        out.append(f"{i3}    for (int64_t k = 0; k < {K}; k++) {{")
+        out.append(f"{i3}        const lum_vf s = LUM_VBCAST(bb[{bk}]);")
+        out.append(f"{i3}        const float *ar = ab + {ak} + j0 * {sa};")
+        for r in range(R):
+            for v in range(NV):
+                at = f"ar + {r * ra + v * VW * sa}"
+                if sa == 1:
+                    load = f"LUM_VLOAD({at})" if full else f"LUM_VLOADN({at}, n{v})"
+                else:
+                    load = f"LUM_VGATHERN({at}, {sa}, {VW if full else f'n{v}'})"
+                out.append(f"{i3}        {acc[r][v]} = LUM_VFMA(s, {load}, {acc[r][v]});")
+        out.append(f"{i3}    }}")
+    out.append(i3 + "}")
+    out.append(f"{i3}float acc[{R * JB}] __attribute__((aligned(64)));")
+    out.append(
+        i3
+        + " ".join(
+            f"LUM_VSTORE(acc + {r * JB + v * VW}, {acc[r][v]});"
+            for r in range(R)
+            for v in range(NV)
+        )
+    )
+    out.append(f"{i3}for (int64_t i = 0; i < {R}; i++) {{")
+    if row is not None and R > 1:
+        out.append(f"{i3}    const int64_t {row.name} = {row.name}b * {R} + i;")
+    out.append(f"{i3}    for (int64_t j = 0; j < jn; j++) {{")
+    out.append(f"{i3}        const int64_t {lay.vec.name} = j0 + j;")
+    w._store(out, len(i3) // 4 + 2, p.loops.out, f"acc[i * {JB} + j]", "float")
+    out.append(f"{i3}    }}")
+    out.append(f"{i3}}}")
+    out.append(f"{i2}}}")
+    out.append("    }")
+    del out_block
+
+
+def _row_block(lay: StencilLayout, bo: Lin, nv: int) -> tuple[Var | None, int]:
+    """An outer loop the broadcast operand does not move along (a convolution's output
+    rows), and how many of its rows one item computes: the largest divisor of its size
+    that keeps at most `ACCUMULATORS` vector accumulators.  One row of a 14-wide output
+    is one accumulator, a chain of dependent FMAs; four rows are four chains sharing
+    every broadcast weight."""
+    rows = [v for v in lay.outer.vars if bo.coeff(v) == 0 and lay.a[1].coeff(v) != 0]
+    if not rows:
+        return None, 1
+    row = rows[-1]
+    most = max(1, ACCUMULATORS // nv)
+    return row, max(d for d in range(1, min(most, row.size) + 1) if row.size % d == 0)
+
+
+def _without(offset: Lin, drop: tuple[Var, ...]) -> Lin:
+    return Lin(tuple((a, c) for a, c in offset.terms if a not in drop), offset.const)

@@ -1,0 +1,94 @@
+"""The stencil contraction (a depthwise convolution's product, `stencil.py`), compiled and
+run natively, against the reference interpreter: stride 1 and 2, 3x3 to 7x7 windows,
+rows shorter than a vector, rows that leave a masked tail, bias and ReLU epilogues,
+threads on and off, on every vector ISA this machine has; and `legal` only for the
+stencil shape (not a dense convolution or a matmul)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luminal.compiler.backends.cpu import codegen, simd, stencil, toolchain
+from luminal.compiler.backends.cpu.native import NativeLibrary
+from luminal.compiler.backends.cpu.variants import candidates
+from luminal.compiler.frontend.compose import contraction as C
+from luminal.compiler.frontend.compose import math as m
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.ir import DType, Graph, GraphBuilder
+from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.schedule import Kernel, Schedule, schedule
+from luminal.compiler.schedule.variant import Variant
+
+FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
+_BEST = simd.isa_for(FEATURES)
+#: Every ISA with masked loads this machine runs (AVX-512 machines also run AVX2 code).
+ISAS = [isa.name for isa in (simd.AVX2, simd.AVX512) if _BEST.loadn and isa.width <= _BEST.width]
+
+
+def _conv_graph(
+    c: int, h: int, w: int, *, k: int = 3, stride: int = 1, groups: int | None = None
+) -> Graph:
+    rng = np.random.default_rng(c * 100 + h * 10 + k)
+    groups = c if groups is None else groups
+    b = GraphBuilder()
+    img = b.input("img", (2, c, h, w), DType.F32)
+    wt = b.const((rng.standard_normal((c, c // groups, k, k)) * 0.3).astype(np.float32))
+    bias = b.const((rng.standard_normal(c) * 0.2).astype(np.float32))
+    pad = k // 2
+    y = C.conv(b, img, wt, bias, (stride, stride), ((pad, pad), (pad, pad)), (1, 1), groups)
+    return b.build({"o": m.relu(b, y)})
+
+
+def _contractions(sched: Schedule) -> list[Kernel]:
+    return [k for k in sched.kernels if k.kind == "contraction"]
+
+
+@pytest.mark.skipif(not ISAS, reason="no AVX2 or AVX-512")
+@pytest.mark.parametrize(
+    "c,h,w,k,stride",
+    [
+        (3, 7, 7, 3, 1),  # a row shorter than a vector: masked loads only
+        (5, 14, 14, 3, 1),
+        (4, 9, 37, 3, 1),  # full blocks and a masked tail
+        (6, 12, 56, 3, 2),  # strided: gathers
+        (3, 11, 13, 5, 2),
+        (2, 8, 21, 7, 1),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+@pytest.mark.parametrize("isa", ISAS)
+def test_stencil_matches_reference(
+    c: int, h: int, w: int, k: int, stride: int, parallel: bool, isa: str
+) -> None:
+    g = _conv_graph(c, h, w, k=k, stride=stride)
+    sched = schedule(g)
+    (kernel,) = _contractions(sched)
+    assert stencil.legal(sched, kernel, simd.ISAS[isa])
+    assert Variant(impl="stencil") in candidates(sched, kernel, FEATURES)
+    variants = {kernel.name: Variant(impl="stencil", parallel=parallel)}
+    options = codegen.options_for(FEATURES, True, simd=isa, variants=variants)
+    assert "LUM_VLOADN" in codegen.generate(sched, options)
+    rng = np.random.default_rng(1)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups", [1, 2], ids=["dense", "grouped"])
+def test_not_legal_when_the_weights_have_rows(groups: int) -> None:
+    """A dense or grouped convolution has output channels only the weights move along:
+    a matrix product, not a stencil."""
+    sched = schedule(_conv_graph(4, 10, 10, groups=groups))
+    (kernel,) = _contractions(sched)
+    assert not stencil.legal(sched, kernel, simd.AVX2)
+    assert Variant(impl="stencil") not in candidates(sched, kernel, FEATURES)
+
+
+def test_not_legal_without_masked_loads() -> None:
+    sched = schedule(_conv_graph(4, 10, 10))
+    (kernel,) = _contractions(sched)
+    assert stencil.legal(sched, kernel, simd.AVX2)
+    assert not stencil.legal(sched, kernel, simd.AVX)
+    assert not stencil.legal(sched, kernel, simd.NONE)
