@@ -77,8 +77,13 @@ def tiles(features: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
 
 def supported(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     """f32 contractions on a vector ISA; everything else takes the portable loop nest."""
+    return bool(isa.name) and f32_contraction(sched, kernel)
+
+
+def f32_contraction(sched: Schedule, kernel: Kernel) -> bool:
+    """A contraction of f32 operands into an f32 result (what the vector kernels take)."""
     p = kernel.contraction
-    if p is None or not isa.name:
+    if p is None:
         return False
     node = sched.graph.nodes[kernel.reduction if kernel.reduction is not None else kernel.node]
     return (

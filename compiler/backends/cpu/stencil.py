@@ -29,10 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from luminal.compiler.backends.cpu.gemm import k_offsets
+from luminal.compiler.backends.cpu.gemm import f32_contraction, k_offsets
 from luminal.compiler.backends.cpu.gemm_layout import Axis
 from luminal.compiler.backends.cpu.simd import Isa
-from luminal.compiler.ir import DType
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.contraction import ContractionPlan
 from luminal.compiler.schedule.symbolic import Lin, Var
@@ -88,13 +87,11 @@ def legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     """An f32 contraction of the stencil shape (see the module docstring), on a vector
     ISA with masked loads and gathers (AVX2, AVX-512)."""
     p = kernel.contraction
-    if p is None or not isa.loadn or StencilLayout.of(p) is None:
-        return False
-    node = sched.graph.nodes[kernel.reduction if kernel.reduction is not None else kernel.node]
     return (
-        node.dtype is DType.F32
-        and sched.dtype(p.loops.x[0]) is DType.F32
-        and sched.dtype(p.loops.y[0]) is DType.F32
+        p is not None
+        and bool(isa.loadn)
+        and StencilLayout.of(p) is not None
+        and f32_contraction(sched, kernel)
     )
 
 
