@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from benchmarks.models import SuiteModel
+from benchmarks.models import SUITE_NAMES, SuiteModel
 
 VISION = (
     "resnet18",
@@ -55,7 +55,8 @@ def split(name: str) -> tuple[str, int]:
     base, _, batch = name.partition("@")
     if base not in PUBLIC_NAMES:
         raise KeyError(
-            f"unknown public suite model {base!r}; expected one of: {', '.join(PUBLIC_NAMES)}"
+            f"unknown suite model {base!r}; expected one of: "
+            f"{', '.join((*SUITE_NAMES, *PUBLIC_NAMES))} (a public name may end in @BATCH)"
         )
     try:
         return base, int(batch) if batch else 1

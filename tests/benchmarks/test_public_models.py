@@ -22,7 +22,7 @@ def test_names_and_batches() -> None:
     names = public_models.suite()
     assert len(names) == 2 * len(public_models.PUBLIC_NAMES)
     assert "convnext_tiny@8" in names and "whisper" in names
-    with pytest.raises(KeyError, match="unknown public suite model"):
+    with pytest.raises(KeyError, match="unknown suite model"):
         public_models.split("alexnet")
     with pytest.raises(KeyError, match="integer"):
         public_models.split("bert@x")
