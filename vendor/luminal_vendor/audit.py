@@ -77,10 +77,10 @@ class AuditResult:
         """Where the claimed point lies against the reproduced interval.
 
         Two runs on one machine can differ by more than either run's own interval says
-        (measured on a loaded 2-core machine: a 3x8 Gemm's points spread over 10% between
-        1 s runs, each interval +-5%; a 64x256 MatMul's points within 3%), so an audit is
-        meaningful on a model whose calls take tens of microseconds or more, on a quiet
-        machine like the report's.
+        (measured on a loaded 2-core machine, before the paired estimator: a 3x8 Gemm's
+        points spread over 10% between 1 s runs with intervals of +-5%; a 64x256 MatMul's
+        points within 3%), so an audit means something on a model whose calls take tens of
+        microseconds or more, on a quiet machine like the report's.
         """
         if self.claimed.point > self.reproduced.upper:
             return Finding.ABOVE
