@@ -40,24 +40,17 @@ if TYPE_CHECKING:
 ARMS = ("onnxruntime", "openvino", "torch-eager", "luminal")
 
 
-def _openvino(onnx_path: Path, threads: int) -> Callable[[dict[str, Any]], Any] | None:
-    """OpenVINO on the ONNX file (CPU, latency hint, f32, the same threads), or None when
-    it is not installed (the `openvino` extra)."""
-    try:
-        import openvino as ov
-    except ImportError:
+def _peer(name: str, onnx_path: Path, threads: int) -> Callable[[dict[str, Any]], Any] | None:
+    """The baseline `luminal bench --baseline NAME` times, opened on the ONNX file with the
+    same threads; None when its runtime is not installed (OpenVINO is the `openvino` extra)."""
+    import importlib.util
+
+    from luminal.references.baselines import BaselineOptions, open_baseline
+
+    if importlib.util.find_spec(name) is None:
         return None
-    compiled = ov.Core().compile_model(
-        str(onnx_path),
-        "CPU",
-        {
-            "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_PRECISION_HINT": "f32",
-            "INFERENCE_NUM_THREADS": threads,
-        },
-    )
-    request = compiled.create_infer_request()
-    return lambda feeds: request.infer(feeds)
+    _, runner = open_baseline(name, onnx_path, BaselineOptions(threads))
+    return runner
 
 
 def _export(model: Any, path: Path, exporter: str) -> tuple[Path, str]:
@@ -77,7 +70,6 @@ def _export(model: Any, path: Path, exporter: str) -> tuple[Path, str]:
 def _prepare(
     name: str, tmp: Path, threads: int, budget: float | None, exporter: str = "auto"
 ) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
-    import onnxruntime as ort
     import torch
 
     import luminal
@@ -89,10 +81,8 @@ def _prepare(
     model = build(name)
     feeds = example_feeds(model)
     onnx_path, exported_by = _export(model, tmp / f"{name}.onnx", exporter)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    ort = _peer("onnxruntime", onnx_path, threads)
+    assert ort is not None, "onnxruntime is a dependency of luminal"
     options = CompileOptions(budget_seconds=budget, tuning_db=str(tmp / "tuning.db"))
     t0 = time.perf_counter()
     result = compile_model(load(onnx_path), tmp / f"{name}.lmnl", options)
@@ -108,12 +98,12 @@ def _prepare(
         with torch.inference_mode():
             return module(*args)
 
-    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+    ref = ort(feeds)
     got = compiled.run(feeds)
     with torch.inference_mode():
         eager = module(*args)
     eager_out = {next(iter(ref)): (eager[0] if isinstance(eager, tuple) else eager).numpy()}
-    openvino = _openvino(onnx_path, threads)
+    openvino = _peer("openvino", onnx_path, threads)
     info = {
         "exporter": exported_by,
         "compile_seconds": round(compile_s, 3),
@@ -127,12 +117,9 @@ def _prepare(
         "parity_luminal": compare(got, ref).to_json(),
         "parity_torch": compare(eager_out, ref).to_json(),
     }
-    arms: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: sess.run(None, feeds)}
+    arms: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: ort(feeds)}
     if openvino is not None:
-        got_ov = openvino(feeds)
-        info["parity_openvino"] = compare(
-            dict(zip(ref, (got_ov[o] for o in got_ov), strict=True)), ref
-        ).to_json()
+        info["parity_openvino"] = compare(openvino(feeds), ref).to_json()
         arms["openvino"] = lambda: openvino(feeds)
     arms["torch-eager"] = run_torch
     arms["luminal"] = lambda: compiled.run(feeds)
