@@ -185,37 +185,39 @@ def check_files(
     """Re-hash the files the customer says were measured against what the report records."""
     from luminal.metering.bench.run import file_sha256
 
-    def digest(path: Path, what: str) -> str:
+    baseline = predicate.get("baseline", {})
+    # (flag, file given, the digests the report allows for it, what the report calls it)
+    checks: tuple[tuple[str, Path | None, list[Any], str], ...] = (
+        (
+            "artifact",
+            artifact,
+            [a.get("sha256") for a in predicate.get("candidate", {}).get("artifact_digests", [])],
+            "an artifact the report measured",
+        ),
+        (
+            "model",
+            model,
+            [baseline.get("model_sha256")],
+            "the baseline model the report measured (predicate.baseline.model_sha256)",
+        ),
+        (
+            "baseline-options",
+            baseline_options,
+            [(baseline.get("options_file") or {}).get("sha256")],
+            "the options file the report's baseline ran with",
+        ),
+        (
+            "inputs",
+            inputs,
+            [predicate.get("inputs", {}).get("file_sha256")],
+            "the inputs file the report measured (predicate.inputs.file_sha256)",
+        ),
+    )
+    for flag, path, allowed, what in checks:
+        if path is None:
+            continue
         if not path.is_file():
-            raise UsageError(f"--{what} {path}: no such file")
-        return file_sha256(path)
-
-    if artifact is not None:
-        got = digest(artifact, "artifact")
-        measured = predicate.get("candidate", {}).get("artifact_digests", [])
-        want = [a.get("sha256") for a in measured]
-        if got not in want:
-            raise IntegrityError(
-                f"--artifact {artifact} (sha256 {got[:16]}...) is not an artifact the report measured"
-            )
-    if model is not None:
-        got = digest(model, "model")
-        if got != predicate.get("baseline", {}).get("model_sha256"):
-            raise IntegrityError(
-                f"--model {model} (sha256 {got[:16]}...) is not the baseline model the report "
-                "measured (predicate.baseline.model_sha256)"
-            )
-    if baseline_options is not None:
-        got = digest(baseline_options, "baseline-options")
-        if got != (predicate.get("baseline", {}).get("options_file") or {}).get("sha256"):
-            raise IntegrityError(
-                f"--baseline-options {baseline_options} (sha256 {got[:16]}...) is not the "
-                "options file the report's baseline ran with"
-            )
-    if inputs is not None:
-        got = digest(inputs, "inputs")
-        if got != predicate.get("inputs", {}).get("file_sha256"):
-            raise IntegrityError(
-                f"--inputs {inputs} (sha256 {got[:16]}...) is not the inputs file the report "
-                "measured (predicate.inputs.file_sha256)"
-            )
+            raise UsageError(f"--{flag} {path}: no such file")
+        got = file_sha256(path)
+        if got not in allowed:
+            raise IntegrityError(f"--{flag} {path} (sha256 {got[:16]}...) is not {what}")
