@@ -9,7 +9,8 @@ backend's `Tuner` (search/tuner.py); this module only spends the budget.
          default always stays in, as the baseline), and queue the group
     one kernel bench for every queued group (on the CPU: one timing library, one
       compiler run)
-    measure groups from the most expensive down, while the budget lasts:
+    time each queued group's default once and measure groups from the most time
+    (default's measured seconds x instances) down, while the budget lasts:
       check each candidate against the reference interpreter, time it (median of
       repeats, early stop when clearly slower), store every timing in the database
     winner = fastest correct candidate; unmeasured groups keep the default
@@ -32,7 +33,7 @@ from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 from luminal.compiler.search.structure import unique
 from luminal.compiler.search.tunedb import Measurement, TuningDB
-from luminal.compiler.search.tuner import Machine, Timing, Tuner, kendall_tau
+from luminal.compiler.search.tuner import KernelBench, Machine, Timing, Tuner, kendall_tau
 
 
 @dataclass(frozen=True)
@@ -176,10 +177,7 @@ def search_kernels(
             if progress:
                 progress("building the kernel bench", 0, len(ranked))
             lib = tuner.bench(sched, {ks[0].name: vs for ks, vs, _ in ranked.values()})
-            # Most expensive kernels (by the default's estimate times instances) first.
-            order = sorted(
-                ranked, key=lambda h: -ranked[h][2][ranked[h][1].index(DEFAULT)] * len(ranked[h][0])
-            )
+            order = _by_measured_cost(ranked, lib, options.deadline, progress)
             for n, h in enumerate(order):
                 kernels, variants, est = ranked[h]
                 if time.monotonic() >= options.deadline:
@@ -233,6 +231,37 @@ def search_kernels(
         machine,
         variants_by_kernel,
     )
+
+
+def _by_measured_cost(
+    ranked: Mapping[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]],
+    lib: KernelBench,
+    deadline: float,
+    progress: Callable[[str, int, int], None] | None,
+) -> list[str]:
+    """The groups in the order to measure them: the most time first, where a group's time
+    is its default variant's, timed once here, times its instances.  The cost model only
+    ranks a kernel's variants; which kernels matter is measured, so a kernel the model
+    misjudges (a depthwise stencil, a store-bound small-K product) still gets the budget
+    its real time deserves.  Groups not surveyed before the deadline follow, by the
+    default's estimate."""
+
+    def estimated(h: str) -> float:
+        kernels, variants, est = ranked[h]
+        return est[variants.index(DEFAULT)] * len(kernels)
+
+    by_estimate = sorted(ranked, key=lambda h: -estimated(h))
+    measured: dict[str, float] = {}
+    for n, h in enumerate(by_estimate):
+        if time.monotonic() >= deadline:
+            break
+        if progress:
+            progress("timing each kernel's default", n, len(by_estimate))
+        kernels = ranked[h][0]
+        (t,) = lib.measure(kernels[0], (DEFAULT,), [0], lambda: time.monotonic() >= deadline)
+        measured[h] = (t.seconds if t.ok else float("inf")) * len(kernels)
+    surveyed = sorted(measured, key=lambda h: -measured[h])
+    return [*surveyed, *(h for h in by_estimate if h not in measured)]
 
 
 def _candidates(tuner: Tuner, sched: Schedule, kernel: Kernel) -> tuple[Variant, ...]:
