@@ -40,7 +40,7 @@ from luminal.compiler.check import CheckResult, CheckStatus, check_build
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.ir import Graph, spec
 from luminal.compiler.options import CompileOptions
-from luminal.compiler.schedule import Schedule, schedule
+from luminal.compiler.schedule import Schedule, orient, schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.schedule.work import cost
 from luminal.compiler.search.kernels import KernelSearchOptions, KernelSearchReport
@@ -121,16 +121,26 @@ def rewrite(job: Job) -> Job:
 
 
 def schedule_graph(job: Job) -> Job:
-    return dataclasses.replace(job, sched=schedule(job.graph))
+    """The schedule; a searching compile's carries each contraction's other orientations
+    (and the weights they read) for `tune` to measure and settle."""
+    return dataclasses.replace(job, sched=schedule(job.graph, alternatives=job.options.searching))
+
+
+def settle(job: Job) -> Job:
+    """Each contraction in the orientation its chosen variant names (`schedule.orient`),
+    alternatives dropped and weights laid out for what the kernels read."""
+    assert job.sched is not None
+    sched, variants = orient(job.sched, job.variants)
+    return dataclasses.replace(job, sched=sched, variants=variants)
 
 
 def tune(job: Job) -> Job:
     if not job.options.searching:
-        return job
+        return settle(job)
     backend = job.target.backend
     tuner = _call(backend.name, "tuning", lambda: backend.tuner(job.request))
     if tuner is None:  # nothing to tune on this target (or no device to time it on)
-        return job
+        return settle(job)
     from luminal.compiler.search.kernels import search_kernels
     from luminal.compiler.search.tunedb import TuningDB
 
@@ -153,7 +163,7 @@ def tune(job: Job) -> Job:
     finally:
         if db is not None:
             db.close()
-    return dataclasses.replace(job, search=report, variants=dict(report.variants))
+    return settle(dataclasses.replace(job, search=report, variants=dict(report.variants)))
 
 
 def generate(job: Job) -> Job:
@@ -178,7 +188,7 @@ def check(job: Job) -> Job:
     if result.status is not CheckStatus.FAILED or not job.searched:
         return dataclasses.replace(job, check=result)
     plain = dataclasses.replace(job, graph=job.model.graph, rewrite=None, variants={})
-    for stage in (schedule_graph, generate, build):
+    for stage in (schedule_graph, settle, generate, build):
         plain = stage(plain)
     assert plain.manifest is not None and plain.built is not None
     again = check_build(job.target.backend, job.model.graph, plain.manifest, plain.built.members)

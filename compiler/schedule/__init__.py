@@ -18,10 +18,15 @@ import numpy as np
 from luminal.compiler.ir import DType, Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE
 from luminal.compiler.schedule import memory
-from luminal.compiler.schedule.contraction import ContractionPlan, contraction_loops, plan
+from luminal.compiler.schedule.contraction import (
+    ContractionPlan,
+    contraction_loops,
+    plans,
+)
 from luminal.compiler.schedule.indexing import loads_of, row_major
 from luminal.compiler.schedule.partition import Partition, leaves, partition
 from luminal.compiler.schedule.symbolic import Lin, Var
+from luminal.compiler.schedule.variant import DEFAULT, Variant
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,25 @@ class Kernel:
     inplace: int | None = None  # writes over this node's buffer
     contraction: ContractionPlan | None = None
     reduction: int | None = None  # set when `node` is an epilogue fused after this reduction
+    # Other orientations of `contraction` the search may choose (`Variant.orient` n picks
+    # alternatives[n - 1]); a searched schedule has them, `orient` resolves them.
+    alternatives: tuple[ContractionPlan, ...] = ()
+
+    def oriented(self, orient: int) -> Kernel:
+        """This kernel with its contraction in orientation `orient` (0: as planned), and
+        the operand buffers that orientation reads."""
+        if orient == 0:
+            return self
+        assert self.contraction is not None and 0 < orient <= len(self.alternatives), (
+            f"{self.name}: no orientation {orient}"
+        )
+        p = self.alternatives[orient - 1]
+        old = {self.contraction.loops.x[0], self.contraction.loops.y[0]}
+        new = (p.loops.x[0], p.loops.y[0])
+        reads = (*(r for r in self.reads if r not in old or r in new), *new)
+        return dataclasses.replace(
+            self, contraction=p, alternatives=(), reads=tuple(dict.fromkeys(reads))
+        )
 
 
 @dataclass(frozen=True)
@@ -87,7 +111,10 @@ class Schedule:
         }
 
 
-def schedule(graph: Graph) -> Schedule:
+def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
+    """The schedule of `graph`; with `alternatives`, contraction kernels also carry their
+    other orientations (and the weights they read), for the search to measure; `orient`
+    then fixes one per kernel."""
     part = partition(graph)
     mat = part.materialized
     nodes = graph.nodes
@@ -107,7 +134,7 @@ def schedule(graph: Graph) -> Schedule:
                 tuple(leaves(graph, i, mat)),
             )
             if kernel.kind == "reduce":
-                kernel = _as_contraction(graph, mat, kernel, packed)
+                kernel = _as_contraction(graph, mat, kernel, packed, 2 if alternatives else 1)
             kernels.append(kernel)
     kernels = fuse_epilogues(graph, mat, kernels)
     # Outputs: the kernel computing an output writes straight into the caller's array;
@@ -126,15 +153,8 @@ def schedule(graph: Graph) -> Schedule:
                 Kernel(f"k{len(kernels)}", "elementwise", i, Place("output", pos), reads)
             )
 
-    # Weights: every constant some kernel reads, packed copies included, 64-byte aligned.
-    weights: list[tuple[int, int]] = []
-    woff = 0
-    for i in sorted(
-        {r for k in kernels for r in k.reads if r < 0 or nodes[r].op is Op.CONST}, key=abs
-    ):
-        weights.append((i, woff))
-        homes[i] = Place("weight", woff)
-        woff = memory.align(woff + _nbytes(graph, packed, i))
+    weights, woff = _weights(graph, kernels, packed)
+    homes.update({i: Place("weight", off) for i, off in weights})
 
     last_read: dict[int, int] = {}
     for n, k in enumerate(kernels):
@@ -163,10 +183,11 @@ def schedule(graph: Graph) -> Schedule:
 
 
 def _as_contraction(
-    graph: Graph, mat: frozenset[int], k: Kernel, packed: dict[int, np.ndarray]
+    graph: Graph, mat: frozenset[int], k: Kernel, packed: dict[int, np.ndarray], most: int
 ) -> Kernel:
     """A SUM over a MUL of two affine loads becomes a blocked contraction; a constant
-    operand that is read with a stride along the vectorized loop is packed."""
+    operand that is read with a stride along the vectorized loop is packed.  Up to `most`
+    orientations are planned: the first is the kernel's, the rest its alternatives."""
     node = graph.nodes[k.node]
     src = node.src[0]
     if (
@@ -177,17 +198,78 @@ def _as_contraction(
     ):
         return k
     cl = contraction_loops(graph, mat, k.node)
-    p = plan(graph, cl) if cl is not None else None
-    if p is None:
+    found = plans(graph, cl, most) if cl is not None else ()
+    if not found:
         return k
     reads = k.reads
-    if p.packed is not None:
-        pseudo = -1 - len(packed)
-        packed[pseudo] = p.packed
-        yb, yo = p.loops.y
-        p = dataclasses.replace(p, loops=dataclasses.replace(p.loops, y=(pseudo, yo)))
-        reads = (*(r for r in reads if r != yb or r == p.loops.x[0]), pseudo)
-    return dataclasses.replace(k, kind="contraction", reads=reads, contraction=p)
+    if found[0].packed is not None:  # the packed copy replaces the constant it was made from
+        source = found[0].loops.y[0]
+        found = tuple(_packed_as(p, packed) for p in found)
+        p = found[0]
+        reads = (*(r for r in reads if r != source or r == p.loops.x[0]), p.loops.y[0])
+    else:
+        found = tuple(_packed_as(p, packed) for p in found)
+    return dataclasses.replace(
+        k, kind="contraction", reads=reads, contraction=found[0], alternatives=found[1:]
+    )
+
+
+def _packed_as(p: ContractionPlan, packed: dict[int, np.ndarray]) -> ContractionPlan:
+    """`p` reading its packed constant (if any) under a new pseudo id in `packed`."""
+    if p.packed is None:
+        return p
+    pseudo = -1 - len(packed)
+    packed[pseudo] = p.packed
+    return dataclasses.replace(p, loops=dataclasses.replace(p.loops, y=(pseudo, p.loops.y[1])))
+
+
+def _weights(
+    graph: Graph, kernels: list[Kernel], packed: Mapping[int, np.ndarray]
+) -> tuple[list[tuple[int, int]], int]:
+    """Every constant some kernel (or an orientation it may take) reads, packed copies
+    included, at 64-byte aligned offsets: ((id, offset), ...) and the total bytes."""
+    nodes = graph.nodes
+    used = {
+        r
+        for k in kernels
+        for view in (k, *(k.oriented(n + 1) for n in range(len(k.alternatives))))
+        for r in view.reads
+        if r < 0 or nodes[r].op is Op.CONST
+    }
+    weights: list[tuple[int, int]] = []
+    woff = 0
+    for i in sorted(used, key=abs):
+        weights.append((i, woff))
+        woff = memory.align(woff + _nbytes(graph, packed, i))
+    return weights, woff
+
+
+def orient(sched: Schedule, variants: Mapping[str, Variant]) -> tuple[Schedule, dict[str, Variant]]:
+    """The schedule with each contraction in the orientation its variant chose (the
+    default where none did), alternatives dropped and the weights laid out anew for what
+    is read; and the variants without the orientation, which the schedule now holds."""
+    kernels = [
+        dataclasses.replace(k.oriented(variants.get(k.name, DEFAULT).orient), alternatives=())
+        for k in sched.kernels
+    ]
+    weights, woff = _weights(sched.graph, kernels, sched.packed)
+    kept = {i for i, _ in weights}
+    homes = {i: h for i, h in sched.homes.items() if h.kind != "weight"}
+    homes.update({i: Place("weight", off) for i, off in weights})
+    out = dataclasses.replace(
+        sched,
+        kernels=tuple(kernels),
+        homes=homes,
+        weights=tuple(weights),
+        weights_bytes=woff,
+        packed={i: a for i, a in sched.packed.items() if i in kept},
+    )
+    plain = {
+        name: dataclasses.replace(v, orient=0)
+        for name, v in variants.items()
+        if dataclasses.replace(v, orient=0) != DEFAULT
+    }
+    return out, plain
 
 
 def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:
@@ -283,4 +365,4 @@ def _direct_reads(graph: Graph, mat: frozenset[int], root: int) -> set[int]:
     return direct - indirect
 
 
-__all__ = ["Kernel", "Partition", "Place", "Schedule", "schedule"]
+__all__ = ["Kernel", "Partition", "Place", "Schedule", "orient", "schedule"]

@@ -58,8 +58,21 @@ def contraction_loops(graph: Graph, mat: frozenset[int], i: int) -> ContractionL
 
 def plan(graph: Graph, cl: ContractionLoops) -> ContractionPlan | None:
     """Choose (m, n) and whether to pack Y; None when no output loop suits blocking."""
+    found = plans(graph, cl, 1)
+    return found[0] if found else None
+
+
+def plans(graph: Graph, cl: ContractionLoops, most: int = 2) -> tuple[ContractionPlan, ...]:
+    """Up to `most` orientations of the register tile, best first by a rule of thumb.
+
+    The first is the default: an `n` that Y reads contiguously or that packing makes
+    contiguous, with an `m`, the longest such `n`.  The others are the next-best distinct
+    `n`: which one runs faster depends on what the rule cannot see (how the output is
+    stored along `n`, how long the reduction is), so the search measures them; a
+    convolution's 1x1 product with a short reduction runs several times faster with `n`
+    along the output row (contiguous stores) than along the output channels."""
     outs = [v for v in cl.loops if v not in cl.reduced]
-    best = None
+    scored = []
     for n in outs:
         for swap in (False, True):
             (_, x), (yb, y) = (cl.y, cl.x) if swap else (cl.x, cl.y)
@@ -69,12 +82,22 @@ def plan(graph: Graph, cl: ContractionLoops) -> ContractionPlan | None:
             ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
             m = max(ms, key=lambda v: v.size, default=None)
             unit = abs(y.coeff(n)) == 1
-            score = (unit or packable, m is not None, n.size, unit)
-            if best is None or score > best[0]:
-                best = (score, m, n, swap)
-    if best is None:
-        return None
-    _, m, n, swap = best
+            scored.append(((unit or packable, m is not None, n.size, unit), m, n, swap))
+    out: list[ContractionPlan] = []
+    seen: set[Var] = set()
+    for score, m, n, swap in sorted(scored, key=lambda t: t[0], reverse=True):
+        if n in seen or (out and not (score[0] and score[1])):
+            continue  # one plan per n; an alternative must be a real register tile
+        seen.add(n)
+        out.append(_planned(graph, cl, m, n, swap))
+        if len(out) == most:
+            break
+    return tuple(out)
+
+
+def _planned(
+    graph: Graph, cl: ContractionLoops, m: Var | None, n: Var, swap: bool
+) -> ContractionPlan:
     loops = ContractionLoops(
         cl.loops, cl.reduced, *((cl.y, cl.x) if swap else (cl.x, cl.y)), cl.out
     )

@@ -14,6 +14,7 @@ class Variant:
     nr: int | None = None  # contraction register tile columns
     kc: int | None = None  # reduction (K) block; None: not blocked
     parallel: bool | None = None  # None: parallel above the backend's work threshold
+    orient: int = 0  # a contraction's orientation: 0 as planned, n its n-th alternative
 
     @property
     def label(self) -> str:
@@ -24,6 +25,8 @@ class Variant:
                 parts.append(f"{name}{value}")
         if self.parallel is not None:
             parts.append("par" if self.parallel else "seq")
+        if self.orient:
+            parts.append(f"o{self.orient}")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, object]:
@@ -31,7 +34,9 @@ class Variant:
 
     @staticmethod
     def from_json(data: dict[str, object]) -> Variant:
-        return Variant(**{k: data[k] for k in ("impl", "mr", "nr", "kc", "parallel") if k in data})  # type: ignore[arg-type]
+        return Variant(
+            **{k: data[k] for k in ("impl", "mr", "nr", "kc", "parallel", "orient") if k in data}
+        )  # type: ignore[arg-type]
 
 
 DEFAULT = Variant()

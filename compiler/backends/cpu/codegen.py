@@ -9,6 +9,7 @@ and contractions get a register-blocked loop nest with tile sizes MR x NR.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -133,7 +134,9 @@ def generate_kernel(
     """One kernel's C function, `static int NAME(arena, weights, inputs, outputs)`, in
     `variant` (default: the one `options.variants` gives the kernel, else the default)."""
     v = variant if variant is not None else options.variants.get(kernel.name, DEFAULT)
-    return _KernelWriter(sched, kernel, options, v, name or kernel.name).write()
+    k = kernel.oriented(v.orient)  # the contraction as this variant orients it
+    v = dataclasses.replace(v, orient=0)
+    return _KernelWriter(sched, k, options, v, name or kernel.name).write()
 
 
 class _KernelWriter:

@@ -12,7 +12,7 @@ kernel, how the roofline model ranks it, and how it is checked and timed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from luminal.compiler.backends.cpu import bench, codegen, costmodel, toolchain, variants
 from luminal.compiler.inputs import random_inputs
@@ -40,7 +40,8 @@ class CpuTuner:
         self, machine: Machine, sched: Schedule, kernel: Kernel, variant: Variant
     ) -> float:
         tile = (self.codegen.mr, self.codegen.nr)
-        return costmodel.estimate(machine, sched, kernel, variant, tile)
+        oriented = kernel.oriented(variant.orient)
+        return costmodel.estimate(machine, sched, oriented, replace(variant, orient=0), tile)
 
     def bench(
         self, sched: Schedule, candidates: Mapping[str, Sequence[Variant]]

@@ -37,10 +37,12 @@ def describe(sched: Schedule, kernel: Kernel) -> str:
 def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tuple[Variant, ...]:
     """Legal variants worth measuring for `kernel`, the default first, at most 8.
 
-    Contractions: the register tiles that fit the vector registers (`gemm.tiles`) and
+    Contractions: the other orientations the schedule planned (`Kernel.alternatives`),
+    the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
-    the stencil kernel for a depthwise convolution's shape (`stencil.legal`), OpenBLAS when the operands are strided matrices (`blas.legal`), and the other
-    parallel setting when the work is near the threshold.  Elementwise and reduce
+    the stencil kernel for a depthwise convolution's shape (`stencil.legal`),
+    OpenBLAS when the operands are strided matrices (`blas.legal`), and the other parallel
+    setting when the work is near the threshold.  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
     from luminal.compiler.backends.cpu import blas, gemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
@@ -50,17 +52,18 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     lo, hi = PARALLEL_MIN_WORK // BORDERLINE, PARALLEL_MIN_WORK * BORDERLINE
     if kernel.kind == "contraction" and kernel.contraction is not None:
         isa = simd.isa_for(features)
+        # the other orientations first (so the cap below never drops them), each in the
+        # default tile and the best-fitting other one
+        for o in range(1, len(kernel.alternatives) + 1):
+            view = kernel.oriented(o)
+            if gemm.supported(sched, view, isa):
+                out += [Variant(orient=o), *_tiles(view, features, o)[:1]]
         if gemm.supported(sched, kernel, isa):
-            shape = GemmShape.of(kernel.contraction)
-            default = gemm.default_tile(features)
-            for mr, nr in gemm.tiles(features):
-                fits = mr <= max(shape.m, default[0]) and nr <= max(
-                    -(-shape.n // 16) * 16, default[1]
-                )
-                if (mr, nr) != default and fits:
-                    out.append(Variant(mr=mr, nr=nr))
-            out = out[:4]
-            if shape.k >= 1024:  # K blocking: never measured faster below (768: -3%)
+            out += _tiles(kernel, features, 0)
+            out = out[: 4 + 2 * len(kernel.alternatives)]
+            if (
+                GemmShape.of(kernel.contraction).k >= 1024
+            ):  # K blocking: never measured faster below (768: -3%)
                 out.append(Variant(kc=256))
         if stencil.legal(sched, kernel, isa):
             out.append(Variant(impl="stencil"))
@@ -70,7 +73,23 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             out += [Variant(impl=i) for i in winograd.TILE if winograd.legal(sched, kernel, i)]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
-    return tuple(dict.fromkeys(out))[:8]
+    return tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
+
+
+def _tiles(kernel: Kernel, features: tuple[str, ...], orient: int) -> list[Variant]:
+    """The register tiles other than the default that fit the contraction's shape."""
+    from luminal.compiler.backends.cpu import gemm
+
+    assert kernel.contraction is not None
+    shape = GemmShape.of(kernel.contraction)
+    default = gemm.default_tile(features)
+    return [
+        Variant(mr=mr, nr=nr, orient=orient)
+        for mr, nr in gemm.tiles(features)
+        if (mr, nr) != default
+        and mr <= max(shape.m, default[0])
+        and nr <= max(-(-shape.n // 16) * 16, default[1])
+    ]
 
 
 def _dims(shape: tuple[int, ...]) -> str:

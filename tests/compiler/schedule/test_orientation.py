@@ -1,0 +1,90 @@
+"""A contraction's other orientations: planned by the schedule, offered to the search,
+generated correctly, and settled (`orient`) so the artifact keeps only the weights the
+chosen orientation reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.backends.cpu.native import NativeLibrary
+from luminal.compiler.backends.cpu.variants import candidates
+from luminal.compiler.frontend.compose import contraction as C
+from luminal.compiler.frontend.compose import math as m
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.ir import DType, Graph, GraphBuilder
+from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.schedule import Kernel, Schedule, orient, schedule
+from luminal.compiler.schedule.variant import DEFAULT, Variant
+
+FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
+
+
+def _pointwise_conv(cin: int, cout: int, h: int, w: int) -> Graph:
+    """A 1x1 convolution with bias and ReLU, NCHW: the shape mobilenet's expansions have."""
+    rng = np.random.default_rng(cin * 7 + cout)
+    b = GraphBuilder()
+    img = b.input("img", (1, cin, h, w), DType.F32)
+    wt = b.const((rng.standard_normal((cout, cin, 1, 1)) * 0.3).astype(np.float32))
+    bias = b.const((rng.standard_normal(cout) * 0.2).astype(np.float32))
+    y = C.conv(b, img, wt, bias, (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    return b.build({"o": m.relu(b, y)})
+
+
+def _contraction(sched: Schedule) -> Kernel:
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    return k
+
+
+def test_a_pointwise_conv_may_also_run_along_the_output_row() -> None:
+    g = _pointwise_conv(24, 40, 6, 20)
+    plain, searched = schedule(g), schedule(g, alternatives=True)
+    k = _contraction(searched)
+    assert _contraction(plain).alternatives == ()
+    default = _contraction(plain).contraction
+    assert (k.contraction.m, k.contraction.n) == (default.m, default.n)  # unchanged
+    (alt,) = k.alternatives
+    out = alt.loops.out
+    assert abs(out.coeff(alt.n)) == 1  # stored contiguously along its vector loop
+    assert abs(k.contraction.loops.out.coeff(k.contraction.n)) != 1
+    assert Variant(orient=1) in candidates(searched, k, FEATURES)
+
+
+@pytest.mark.parametrize("shape", [(24, 40, 6, 20), (16, 8, 3, 5)], ids=str)
+@pytest.mark.parametrize("orientation", [0, 1])
+def test_each_orientation_matches_the_reference(
+    shape: tuple[int, int, int, int], orientation: int
+) -> None:
+    g = _pointwise_conv(*shape)
+    searched = schedule(g, alternatives=True)
+    k = _contraction(searched)
+    chosen = {k.name: Variant(orient=orientation)}
+    rng = np.random.default_rng(1)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    want = reference.run(g, feeds)["o"]
+    # as the search times it (every orientation's weights present) ...
+    options = codegen.options_for(FEATURES, True, variants=chosen)
+    got = NativeLibrary.build(searched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], want, rtol=1e-4, atol=1e-5)
+    # ... and as the artifact holds it, settled
+    settled, variants = orient(searched, chosen)
+    assert all(v.orient == 0 for v in variants.values())
+    assert all(k.alternatives == () for k in settled.kernels)
+    options = codegen.options_for(FEATURES, True, variants=variants)
+    got = NativeLibrary.build(settled, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_settling_keeps_only_the_weights_the_chosen_orientation_reads() -> None:
+    g = _pointwise_conv(24, 40, 6, 20)
+    plain, searched = schedule(g), schedule(g, alternatives=True)
+    # the default reads a packed copy of the weights, the alternative the originals
+    assert searched.weights_bytes > plain.weights_bytes
+    default, _ = orient(searched, {})
+    assert default.weights_bytes == plain.weights_bytes
+    assert default.weights_blob() == plain.weights_blob()
+    other, _ = orient(searched, {_contraction(searched).name: Variant(orient=1)})
+    assert other.weights_bytes <= plain.weights_bytes
+    assert orient(searched, {})[1] == {}
+    assert orient(searched, {"k0": DEFAULT})[1] == {}
