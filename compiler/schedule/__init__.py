@@ -134,7 +134,7 @@ def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
                 tuple(leaves(graph, i, mat)),
             )
             if kernel.kind == "reduce":
-                kernel = _as_contraction(graph, mat, kernel, packed, 2 if alternatives else 1)
+                kernel = _as_contraction(graph, mat, kernel, packed, 3 if alternatives else 1)
             kernels.append(kernel)
     kernels = fuse_epilogues(graph, mat, kernels)
     # Outputs: the kernel computing an output writes straight into the caller's array;

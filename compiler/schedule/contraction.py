@@ -62,15 +62,16 @@ def plan(graph: Graph, cl: ContractionLoops) -> ContractionPlan | None:
     return found[0] if found else None
 
 
-def plans(graph: Graph, cl: ContractionLoops, most: int = 2) -> tuple[ContractionPlan, ...]:
+def plans(graph: Graph, cl: ContractionLoops, most: int = 3) -> tuple[ContractionPlan, ...]:
     """Up to `most` orientations of the register tile, best first by a rule of thumb.
 
     The first is the default: an `n` that Y reads contiguously or that packing makes
-    contiguous, with an `m`, the longest such `n`.  The others are the next-best distinct
-    `n`: which one runs faster depends on what the rule cannot see (how the output is
-    stored along `n`, how long the reduction is), so the search measures them; a
-    convolution's 1x1 product with a short reduction runs several times faster with `n`
-    along the output row (contiguous stores) than along the output channels."""
+    contiguous, with an `m`, the longest such `n`, and the longest `m`.  The others are
+    the same `n` with the `m` along which the output is contiguous, and the next-best
+    distinct `n`: which one runs faster depends on what the rule cannot see (how the output
+    is stored, how long the reduction is), so the search measures them; a convolution's
+    1x1 product with a short reduction runs several times faster with `n` along the output
+    row (contiguous stores) than along the output channels."""
     outs = [v for v in cl.loops if v not in cl.reduced]
     scored = []
     for n in outs:
@@ -80,19 +81,17 @@ def plans(graph: Graph, cl: ContractionLoops, most: int = 2) -> tuple[Contractio
                 continue
             packable = graph.nodes[yb].op is Op.CONST
             ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
-            m = max(ms, key=lambda v: v.size, default=None)
             unit = abs(y.coeff(n)) == 1
-            scored.append(((unit or packable, m is not None, n.size, unit), m, n, swap))
+            score = (unit or packable, bool(ms), n.size, unit)
+            longest = max(ms, key=lambda v: v.size, default=None)
+            stored = [m for m in ms if abs(cl.out.coeff(m)) == 1 and m != longest]
+            scored.append((score, (longest, *stored[:1]), n, swap))
     out: list[ContractionPlan] = []
-    seen: set[Var] = set()
-    for score, m, n, swap in sorted(scored, key=lambda t: t[0], reverse=True):
-        if n in seen or (out and not (score[0] and score[1])):
-            continue  # one plan per n; an alternative must be a real register tile
-        seen.add(n)
-        out.append(_planned(graph, cl, m, n, swap))
-        if len(out) == most:
-            break
-    return tuple(out)
+    for score, ms, n, swap in sorted(scored, key=lambda t: t[0], reverse=True):
+        if any(p.n == n for p in out) or (out and not (score[0] and score[1])):
+            continue  # one n once; an alternative must be a real register tile
+        out += [_planned(graph, cl, m, n, swap) for m in ms]
+    return tuple(out[:most])
 
 
 def _planned(

@@ -7,10 +7,13 @@ backend's `Tuner` (search/tuner.py); this module only spends the budget.
       -> tuning database hit? take the stored winner
       -> else rank the group's candidates with the cost model, keep the best K (the
          default always stays in, as the baseline), and queue the group
-    one kernel bench for every queued group (on the CPU: one timing library, one
-      compiler run)
-    time each queued group's default once and measure groups from the most time
-    (default's measured seconds x instances) down, while the budget lasts:
+    one kernel bench of every queued group's default (on the CPU: the model's own code
+      with timing entry points), and of their candidates too when they are no more than
+      the model has kernels: time each default once, and order the groups by that
+      time x instances, the most first
+    then, batch by batch in that order (candidates added to the bench, about as many as
+    the model has kernels at a time, so the first measurements start early on a large
+    model), while the budget lasts:
       check each candidate against the reference interpreter, time it (median of
       repeats, early stop when clearly slower), store every timing in the database
     winner = fastest correct candidate; unmeasured groups keep the default
@@ -131,6 +134,7 @@ class KernelSearchOptions:
     top_k: int = 4
     use_cache: bool = True
     measure: bool = True
+    batch_candidates: int | None = None  # per kernel bench; None: the model's kernel count
 
 
 def search_kernels(
@@ -176,39 +180,61 @@ def search_kernels(
                 ranked[h] = (kernels, tuple(variants[i] for i in keep), [est[i] for i in keep])
             if progress:
                 progress("building the kernel bench", 0, len(ranked))
-            lib = tuner.bench(sched, {ks[0].name: vs for ks, vs, _ in ranked.values()})
-            order = _by_measured_cost(ranked, lib, options.deadline, progress)
-            for n, h in enumerate(order):
-                kernels, variants, est = ranked[h]
+            most = options.batch_candidates or max(BATCH_MIN, len(sched.kernels))
+            whole = sum(len(vs) for _, vs, _ in ranked.values()) <= most  # one bench will do
+            survey = tuner.bench(
+                sched,
+                {ks[0].name: vs if whole else (DEFAULT,) for ks, vs, _ in ranked.values()},
+            )
+            order = _by_measured_cost(ranked, survey, options.deadline, progress)
+            done = 0
+            for batch in [order] if whole else _batches(order, ranked, most):
                 if time.monotonic() >= options.deadline:
                     out_of_budget = True
                     break
-                if progress:
-                    progress(f"measuring {kernels[0].name} ({kernels[0].kind})", n, len(order))
-                rank = sorted(range(len(variants)), key=lambda i: est[i])
-                timings = lib.measure(
-                    kernels[0],
-                    variants,
-                    rank,
-                    lambda: time.monotonic() >= options.deadline,
+                if progress and not whole:
+                    progress("building the kernel bench", done, len(order))
+                lib = (
+                    survey
+                    if whole
+                    else survey.extended({ranked[h][0][0].name: ranked[h][1] for h in batch})
                 )
-                chosen[h] = _from_timings(sched, h, kernels, variants, est, timings)
-                if db is not None:
-                    k0 = kernels[0]
-                    db.record(
-                        Measurement(
-                            h,
-                            device,
-                            __version__,
-                            t.variant,
-                            t.seconds,
-                            est[variants.index(t.variant)],
-                            t.ok,
-                            k0.kind,
-                            _shape(sched, k0),
+                for h in batch:
+                    kernels, variants, est = ranked[h]
+                    if time.monotonic() >= options.deadline:
+                        out_of_budget = True
+                        break
+                    if progress:
+                        progress(
+                            f"measuring {kernels[0].name} ({kernels[0].kind})", done, len(order)
                         )
-                        for t in timings
+                    done += 1
+                    rank = sorted(range(len(variants)), key=lambda i: est[i])
+                    timings = lib.measure(
+                        kernels[0],
+                        variants,
+                        rank,
+                        lambda: time.monotonic() >= options.deadline,
                     )
+                    chosen[h] = _from_timings(sched, h, kernels, variants, est, timings)
+                    if db is not None:
+                        k0 = kernels[0]
+                        db.record(
+                            Measurement(
+                                h,
+                                device,
+                                __version__,
+                                t.variant,
+                                t.seconds,
+                                est[variants.index(t.variant)],
+                                t.ok,
+                                k0.kind,
+                                _shape(sched, k0),
+                            )
+                            for t in timings
+                        )
+                if out_of_budget:
+                    break
             if progress:
                 progress("measured", len(order), len(order))
         except KeyboardInterrupt:
@@ -231,6 +257,32 @@ def search_kernels(
         machine,
         variants_by_kernel,
     )
+
+
+#: Candidates per kernel bench at least; a bench holds about as many candidates as the
+#: model has kernels, so building one costs about two builds of the model and the first
+#: measurements start early even when a large model's candidates would take the whole
+#: budget to compile at once.
+BATCH_MIN = 32
+
+
+def _batches(
+    order: list[str],
+    ranked: Mapping[str, tuple[list[Kernel], tuple[Variant, ...], list[float]]],
+    most: int,
+) -> list[list[str]]:
+    """`order` cut into consecutive batches of at most `most` candidates (a group's
+    candidates are never split; a group with more than `most` is a batch of its own)."""
+    out: list[list[str]] = []
+    size = 0
+    for h in order:
+        n = len(ranked[h][1])
+        if not out or size + n > most:
+            out.append([])
+            size = 0
+        out[-1].append(h)
+        size += n
+    return out
 
 
 def _by_measured_cost(

@@ -12,7 +12,9 @@ knows.  A backend hands the search a `Tuner`:
     bench(sched, candidates)   a `KernelBench` that checks and times those candidates
 
 and `KernelBench.measure(kernel, variants, order, should_stop)` returns one `Timing` per
-candidate: checked against the reference, then timed in interleaved rounds.  The CPU
+candidate: checked against the reference, then timed in interleaved rounds;
+`KernelBench.extended(candidates)` adds candidates to a bench (the search builds the
+defaults' bench first, then candidates batch by batch).  The CPU
 backend times kernels in a generated timing library, the Triton backends time model
 runs on the GPU; tests use a recorded timer.  The search never imports a backend.
 """
@@ -68,6 +70,12 @@ class KernelBench(Protocol):
         order: Sequence[int],
         should_stop: Callable[[], bool],
     ) -> list[Timing]: ...
+
+    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> KernelBench:
+        """A bench that can also measure `candidates`, on this one's inputs and reference
+        values (the CPU compiles only the candidates; a bench that builds each candidate
+        when it measures it returns itself)."""
+        ...
 
 
 @runtime_checkable

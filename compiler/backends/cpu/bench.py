@@ -16,6 +16,7 @@ that input restored before every call, outside the timed region.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 from collections.abc import Callable, Mapping, Sequence
 
@@ -26,29 +27,40 @@ from luminal.compiler.backends.cpu.native import aligned, open_library
 from luminal.compiler.ir import Graph, numel
 from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Kernel, Place, Schedule
-from luminal.compiler.schedule.variant import Variant
+from luminal.compiler.schedule.variant import DEFAULT, Variant
 from luminal.compiler.search.tuner import ROUNDS, Rounds, Timing, time_interleaved
 from luminal.references.parity import Check, agrees
 
 
 def timing_source(
-    sched: Schedule, options: codegen.CodegenOptions, candidates: Mapping[str, Sequence[Variant]]
+    sched: Schedule,
+    options: codegen.CodegenOptions,
+    candidates: Mapping[str, Sequence[Variant]],
+    model: bool = True,
 ) -> str:
     """The model's C plus every candidate of the kernels in `candidates` and the timing
-    entry points.  Kernels not in `candidates` keep only their default."""
-    parts = [codegen.generate(sched, options)]
+    entry points.  Kernels not in `candidates` keep only their default.  Without `model`,
+    only the candidates and `lum_call`/`lum_time` (no `lum_prefix`): a library that
+    extends one with the model (`TimingLibrary.extended`)."""
+    if model:
+        parts = [codegen.generate(sched, options)]
+    else:
+        parts = [codegen.preamble(options)]
     index = {k.name: n for n, k in enumerate(sched.kernels)}
     tables = []
     for name, variants in candidates.items():
         kernel = sched.kernels[index[name]]
         fns = []
         for v, variant in enumerate(variants):
+            if model and variant == options.variants.get(name, DEFAULT):
+                fns.append(name)  # the model's own function is this candidate
+                continue
             fn = f"{name}__v{v}"
             parts.append(codegen.generate_kernel(sched, kernel, options, variant, fn))
             fns.append(fn)
         tables.append(f"static const lum_kfn lum_v_{name}[] = {{{', '.join(fns)}}};")
     n = len(sched.kernels)
-    defaults = ", ".join(k.name for k in sched.kernels) or "0"
+    defaults = ", ".join(k.name for k in sched.kernels) if model and n else "0"
     rows = ", ".join(f"lum_v_{k.name}" if k.name in candidates else "0" for k in sched.kernels)
     counts = ", ".join(str(len(candidates.get(k.name, ()))) for k in sched.kernels)
     parts.append(
@@ -56,7 +68,9 @@ def timing_source(
         + "\n".join(tables)
         + f"\nstatic const lum_kfn lum_defaults[{max(n, 1)}] = {{{defaults}}};\n"
         f"static const lum_kfn *const lum_table[{max(n, 1)}] = {{{rows or '0'}}};\n"
-        f"static const int lum_counts[{max(n, 1)}] = {{{counts or '0'}}};\n" + _TIMING_C
+        f"static const int lum_counts[{max(n, 1)}] = {{{counts or '0'}}};\n"
+        + ("" if model else "#define LUM_NO_MODEL 1\n")
+        + _TIMING_C
     )
     return "\n".join(parts)
 
@@ -74,11 +88,13 @@ _TIMING_C = r"""
 static double lum_clock(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 static lum_kfn lum_pick(int k, int v) { return v < 0 ? lum_defaults[k] : lum_table[k][v]; }
 int lum_kernel_total(void) { return (int)(sizeof lum_counts / sizeof lum_counts[0]); }
+#ifndef LUM_NO_MODEL
 int lum_prefix(int upto, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
     int err = 0;
     for (int k = 0; k < upto; k++) err |= lum_defaults[k](arena, weights, inputs, outputs);
     return err;
 }
+#endif
 int lum_call(int k, int v, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
     return lum_pick(k, v)(arena, weights, inputs, outputs);
 }
@@ -100,7 +116,12 @@ int lum_time(int k, int v, int reps, double *out, uint8_t *arena, const uint8_t 
 
 
 class TimingLibrary:
-    """The compiled timing library, the model's buffers, and reference values."""
+    """The compiled timing library, the model's buffers, and reference values.
+
+    `extended(candidates)` builds a library of more candidates alone (without the
+    model's code, so it compiles in the time the candidates take) that runs on this
+    library's buffers and uses its `lum_prefix`: the search builds one library of the
+    defaults first, then candidates batch by batch."""
 
     def __init__(
         self,
@@ -109,9 +130,14 @@ class TimingLibrary:
         weights: bytes,
         feeds: Sequence[np.ndarray],
         expected: Mapping[int, np.ndarray],
+        build: Callable[[str], bytes] | None = None,
+        options: codegen.CodegenOptions | None = None,
     ) -> None:
         self.sched = sched
         self._lib = open_library(library, "the timing library")
+        self._prefix = self._lib
+        self._build = build
+        self._options = options
         for fn in ("lum_prefix", "lum_call"):
             getattr(self._lib, fn).restype = ctypes.c_int
         self._lib.lum_time.restype = ctypes.c_int
@@ -124,6 +150,25 @@ class TimingLibrary:
         self._out = (ctypes.c_void_p * max(len(self.outs), 1))(*[a.ctypes.data for a in self.outs])
         self.expected = expected
         self._position = {k.name: n for n, k in enumerate(sched.kernels)}
+
+    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> TimingLibrary:
+        """A bench of `candidates` on this one's model, buffers and reference values."""
+        assert self._build is not None and self._options is not None
+        by_name = {k.name: k for k in self.sched.kernels}
+        missing = [by_name[n].node for n in candidates if by_name[n].node not in self.expected]
+        expected = dict(self.expected)
+        if missing:
+            specs = self.sched.graph.input_specs()
+            feeds = {s.name: a for s, a in zip(specs, self.feeds, strict=True)}
+            expected.update(reference_values(self.sched.graph, missing, feeds))
+        source = timing_source(self.sched, self._options, candidates, model=False)
+        lib = open_library(self._build(source), "the timing library")
+        lib.lum_call.restype = ctypes.c_int
+        lib.lum_time.restype = ctypes.c_int
+        other = copy.copy(self)
+        other._lib = lib
+        other.expected = expected
+        return other
 
     def _args(self) -> tuple[object, ...]:
         return (
@@ -144,7 +189,7 @@ class TimingLibrary:
         """Check `variants[i]` for i in `order` (the cost model's ranking) against the
         reference, then time the correct ones in interleaved rounds (`time_interleaved`)."""
         k = self._position[kernel.name]
-        self._lib.lum_prefix(k, *self._args())
+        self._prefix.lum_prefix(k, *self._args())
         dest = self._view(kernel.dest, kernel.node)
         restore_to, saved, nbytes = self._restore(kernel)
         expected = self.expected.get(kernel.node)
@@ -224,10 +269,12 @@ def build(
     weights: bytes,
     feeds: Mapping[str, np.ndarray],
 ) -> TimingLibrary:
-    source = timing_source(sched, options, candidates)
-    library = toolchain.build_shared_library(source, tc, flags)
+    def compile_(source: str) -> bytes:
+        return toolchain.build_shared_library(source, tc, flags)
+
+    library = compile_(timing_source(sched, options, candidates))
     by_name = {k.name: k for k in sched.kernels}
     nodes = [by_name[name].node for name in candidates]
     expected = reference_values(sched.graph, nodes, feeds)
     ordered = [feeds[s.name] for s in sched.graph.input_specs()]
-    return TimingLibrary(sched, library, weights, ordered, expected)
+    return TimingLibrary(sched, library, weights, ordered, expected, compile_, options)

@@ -49,8 +49,16 @@ class CodegenOptions:
     variants: Mapping[str, Variant] = field(default_factory=dict)  # kernel name -> choice
 
 
+def preamble(options: CodegenOptions) -> str:
+    """What every kernel function needs at file scope: types, the thread pool, the BLAS
+    prototypes and the vector macros of the ISA."""
+    return "\n".join(
+        [cexpr.PRELUDE, threads.POOL, blas.PROTOTYPES, simd.ISAS[options.simd].macros()]
+    )
+
+
 def generate(sched: Schedule, options: CodegenOptions = CodegenOptions()) -> str:
-    parts = [cexpr.PRELUDE, threads.POOL, blas.PROTOTYPES, simd.ISAS[options.simd].macros()]
+    parts = [preamble(options)]
     for kernel in sched.kernels:
         parts.append(generate_kernel(sched, kernel, options))
     if options.profile:

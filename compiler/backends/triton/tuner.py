@@ -165,6 +165,9 @@ class TritonBench:
         )
         return [timed[v] for v in order]
 
+    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> TritonBench:
+        return self  # each candidate's model is generated when it is measured
+
     def _load(self, kernel: Kernel, variant: Variant) -> TritonExecutable:
         """The model with `kernel` in `variant` (every other kernel in its default)."""
         t = self.tuner

@@ -40,6 +40,22 @@ def test_every_candidate_is_checked_then_timed() -> None:
     assert all(t.max_error < 1e-4 for t in timings)
 
 
+def test_a_bench_extended_with_candidates_checks_and_times_them_on_its_model() -> None:
+    sched = schedule(mlp_block(layers=3))
+    ks = [k for k in sched.kernels if k.kind == "contraction"]
+    defaults = _build(sched, {k.name: (Variant(),) for k in ks})
+    (t,) = defaults.measure(ks[2], (Variant(),), [0])
+    assert t.ok and t.seconds > 0
+    # the last layer: it reads what the model computed before it, in the defaults' library
+    variants = (Variant(mr=2, nr=8), Variant(parallel=False))
+    more = defaults.extended({ks[2].name: variants})
+    timings = more.measure(ks[2], variants, [0, 1], rounds=Rounds(stop_ratio=1e9))
+    assert all(t.ok and t.max_error < 1e-4 and t.seconds > 0 for t in timings)
+    source = bench.timing_source(sched, codegen.CodegenOptions(), {ks[2].name: variants}, False)
+    assert "lum_prefix" not in source.split("#define LUM_NO_MODEL")[0]  # no model code
+    assert "lum_run" not in source
+
+
 def test_a_wrong_candidate_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     real = codegen.generate_kernel
 

@@ -20,10 +20,15 @@ OTHER = Variant(impl="generated", mr=4, nr=8)
 @dataclass
 class Recorder:
     """A kernel bench whose default runs take `seconds[kernel]`; it records what it is
-    asked to measure, in order."""
+    asked to measure, in order, and the candidates it is extended with."""
 
     seconds: dict[str, float]
     calls: list[tuple[str, int]] = field(default_factory=list)
+    batches: list[dict[str, tuple[Variant, ...]]] = field(default_factory=list)
+
+    def extended(self, candidates: dict[str, tuple[Variant, ...]]) -> Recorder:
+        self.batches.append(dict(candidates))
+        return self
 
     def measure(
         self,
@@ -69,6 +74,17 @@ class Misjudging:
         return self.bench_
 
 
+@dataclass
+class Counting(Misjudging):
+    """A misjudging tuner that records the candidates of every bench it builds."""
+
+    benches: list[dict[str, tuple[Variant, ...]]] = field(default_factory=list)
+
+    def bench(self, sched: Schedule, candidates: object) -> Recorder:
+        self.benches.append(dict(candidates))  # type: ignore[call-overload]
+        return self.bench_
+
+
 def test_groups_are_measured_in_the_order_of_their_measured_default_time() -> None:
     sched = schedule(mlp_block(layers=2, width=48, batch=5))
     firsts = [ks[0].name for ks in unique(sched, sched.kernels).values()]
@@ -92,3 +108,38 @@ def test_groups_are_measured_in_the_order_of_their_measured_default_time() -> No
     assert sorted(survey) == sorted(firsts)
     assert bench.calls.index((full[0], 2)) == len(firsts)
     assert all(c.variant == OTHER for c in report.choices)
+
+
+def test_candidates_are_built_in_batches_that_keep_the_measured_order() -> None:
+    from luminal.compiler.search.kernels import _batches
+
+    ranked = {
+        h: ([], (DEFAULT,) * n, [0.0] * n) for h, n in zip("abcde", (3, 3, 2, 5, 1), strict=True)
+    }
+    assert _batches(list("abcde"), ranked, 6) == [["a", "b"], ["c"], ["d", "e"]]
+    assert _batches(list("dabce"), ranked, 4) == [["d"], ["a"], ["b"], ["c", "e"]]
+    assert _batches([], ranked, 4) == []
+
+
+def test_a_large_search_builds_the_defaults_then_adds_candidates_in_batches() -> None:
+    sched = schedule(mlp_block(layers=2, width=48, batch=5))
+    firsts = [ks[0].name for ks in unique(sched, sched.kernels).values()]
+    recorder = Recorder({k: 1e-3 for k in firsts})
+    tuner = Counting(recorder, {k: 1e-3 for k in firsts})
+    benches = tuner.benches
+    options = KernelSearchOptions(deadline=time.monotonic() + 60.0, batch_candidates=2)
+    search_kernels(sched, tuner, None, options)
+    assert benches == [{k: (DEFAULT,) for k in firsts}]  # one bench, of the defaults
+    # then the candidates, added to it
+    assert recorder.batches and all(len(vs) == 2 for b in recorder.batches for vs in b.values())
+    assert sorted(k for b in recorder.batches for k in b) == sorted(firsts)
+
+
+def test_a_small_search_builds_one_bench_of_every_candidate() -> None:
+    sched = schedule(mlp_block(layers=2, width=48, batch=5))
+    firsts = [ks[0].name for ks in unique(sched, sched.kernels).values()]
+    recorder = Recorder({k: 1e-3 for k in firsts})
+    tuner = Counting(recorder, {k: 1e-3 for k in firsts})
+    benches = tuner.benches
+    search_kernels(sched, tuner, None, KernelSearchOptions(deadline=time.monotonic() + 60.0))
+    assert benches == [{k: (DEFAULT, OTHER) for k in firsts}] and recorder.batches == []
