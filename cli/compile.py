@@ -72,7 +72,12 @@ def compile_cmd(
         ),
     ] = None,
     fresh: Annotated[
-        bool, typer.Option("--fresh", help="Measure again even what the tuning database knows.")
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Measure again even what the tuning database knows, and rewrite and build"
+            " without the compile cache.",
+        ),
     ] = False,
     verbose: Annotated[
         bool,

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from luminal.cli.options import JsonOption
+from luminal.compiler import cache
 from luminal.compiler.search.tunedb import TuningDB
 
 tune_db_app = typer.Typer(no_args_is_help=True)
@@ -139,7 +140,8 @@ def clear_cmd(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete measurements (all, or one device's); the next compile measures again.
+    """Delete measurements (all, or one device's) and, for all, the compile cache beside
+    the database (rewritten graphs, built libraries); the next compile measures again.
 
     Example:
 
@@ -149,7 +151,13 @@ def clear_cmd(
         raise typer.Exit(1)
     with TuningDB(db) as tdb:
         n = tdb.clear(device)
-    _done(as_json, {"cleared": n}, f"cleared {n} measurements")
+        path = tdb.path
+    cached = 0 if device else cache.clear(path)  # rewritten graphs and built libraries
+    _done(
+        as_json,
+        {"cleared": n, "cache_entries_cleared": cached},
+        f"cleared {n} measurements and {cached} compile-cache entries",
+    )
 
 
 def _done(as_json: bool, data: dict[str, object], text: str) -> None:

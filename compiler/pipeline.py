@@ -111,12 +111,25 @@ def verify(job: Job) -> Job:
 def rewrite(job: Job) -> Job:
     if not (job.options.searching and job.options.rewrite):
         return job
-    from luminal.compiler.search.saturate import SaturationBudget
+    from luminal.compiler import cache
+    from luminal.compiler.search.saturate import SaturationBudget, SaturationReport
     from luminal.compiler.search.saturate import rewrite as saturate
 
     budget = max(job.options.budget_seconds or 0.0, 0.0)
     seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))
-    graph, report = saturate(job.graph, dataclasses.replace(SaturationBudget(), seconds=seconds))
+    limits = dataclasses.replace(SaturationBudget(), seconds=seconds)
+    store = cache.open_cache(job.options.tuning_db, job.options.use_tuning_db)
+    name = cache.graph_key(job.graph, "rewrite", repr(limits))
+    hit = cache.load_graph(got) if store and (got := store.get(cache.Kind.REWRITE, name)) else None
+    if hit is not None and hit[0].input_specs() == job.graph.input_specs():
+        graph, note = hit
+        report = dataclasses.replace(SaturationReport.from_json(note), cached=True)
+        return dataclasses.replace(job, graph=graph, rewrite=report)
+    graph, report = saturate(job.graph, limits)
+    if store is not None and report.fallback is None:
+        data = cache.dump_graph(graph, report.to_json())
+        if data is not None:
+            store.put(cache.Kind.REWRITE, name, data)
     return dataclasses.replace(job, graph=graph, rewrite=report)
 
 

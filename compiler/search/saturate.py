@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from egglog import EGraph
 
@@ -67,11 +68,20 @@ class SaturationReport:
     nodes_after: int
     rewrites_applied: dict[str, int]  # family -> extracted nodes that are not original
     fallback: str | None = None  # why the original graph was returned, if it was
+    cached: bool = False  # the graph came from the compile cache (this is its first report)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
         out["rules"] = [asdict(r) for r in self.rules]
         return out
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> SaturationReport:
+        """The report `to_json` wrote (the compile cache keeps it with its graph)."""
+        fields = {k: v for k, v in d.items() if k in SaturationReport.__dataclass_fields__}
+        fields["rules"] = tuple(RuleStats(**r) for r in d["rules"])
+        fields["rewrites_applied"] = dict(d["rewrites_applied"])
+        return SaturationReport(**fields)
 
     def format(self, verbose: bool = False) -> str:
         """One summary line; with `verbose`, one line per rule that matched."""
@@ -80,6 +90,8 @@ class SaturationReport:
             f"{self.iterations} rounds, {self.enodes} e-nodes, {self.seconds:.2f} s "
             f"({self.stop_reason}); blocks {self.blocks} x {self.block_instances} instances"
         )
+        if self.cached:
+            head += "; from the compile cache"
         if self.fallback:
             head += f"; kept the original graph: {self.fallback}"
         if not verbose:

@@ -80,7 +80,7 @@ class CpuBackend:
     def build(self, request: Request, sources: Mapping[str, str]) -> Built:
         c = Context.of(request)
         source = sources[MODEL_C]
-        library = toolchain.build_shared_library(source, c.toolchain, c.flags)
+        library = _build_cached(request, source, c)
         target = {
             "kind": self.kind,
             "backend": self.name,
@@ -110,3 +110,18 @@ class CpuBackend:
         if blas.MARKER in source:  # the library links OpenBLAS: open it first
             blas.load(blas.describe(), "the profiled model")
         return NativeLibrary.build(request.sched, options, c.flags, c.toolchain)
+
+
+def _build_cached(request: Request, source: str, c: Context) -> bytes:
+    """The built library from the compile cache when this source was built before with
+    the same compiler and flags (a warm compile), else built and stored."""
+    from luminal.compiler import cache
+
+    store = cache.open_cache(request.options.tuning_db, request.options.use_tuning_db)
+    name = cache.key(source, c.toolchain.describe(), *c.toolchain.command, *c.flags)
+    if store is not None and (hit := store.get(cache.Kind.BUILD, name)) is not None:
+        return hit
+    library = toolchain.build_shared_library(source, c.toolchain, c.flags)
+    if store is not None:
+        store.put(cache.Kind.BUILD, name, library)
+    return library
