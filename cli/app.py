@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from luminal._version import __version__
-from luminal.cli import bench, devices, doctor, inspect, profile, run
+from luminal.cli import bench, bundle, devices, doctor, inspect, profile, run
 from luminal.cli import compile as compile_command
 from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
@@ -111,6 +111,7 @@ app.command("devices")(devices.devices_cmd)
 app.command("bench")(bench.bench_cmd)
 app.command("profile")(profile.profile_cmd)
 app.command("doctor")(doctor.doctor_cmd)
+app.command("bundle")(bundle.bundle_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
 app.add_typer(
