@@ -1,0 +1,92 @@
+"""The whole offline install (acceptance, issue 17; slow: ~40 s of pip on 2 cores): a bundle
+installed into a fresh venv by install.sh with no index, then `luminal --version`,
+`luminal doctor` and a compile of the example model by the installed command; an upgrade
+(the same bundle again) leaves LUMINAL_HOME as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from luminal.installers.bundle import BundleResult
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _offline_env(home: Path) -> dict[str, str]:
+    """No index reachable for the installed luminal: every pip setting points nowhere."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
+    env.update(
+        LUMINAL_HOME=str(home),
+        PIP_NO_INDEX="1",
+        PIP_INDEX_URL="http://127.0.0.1:9/unreachable",
+        PIP_CONFIG_FILE=os.devnull,
+    )
+    return env
+
+
+def test_install_run_doctor_compile_and_upgrade(
+    built_bundle: BundleResult, licensed_home: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(licensed_home, home)
+    env = _offline_env(home)
+    prefix = tmp_path / "opt-luminal"
+    install = ["sh", str(built_bundle.path / "install.sh"), "--prefix", str(prefix)]
+    install += ["--python", sys.executable]
+    done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bundle OK" in done.stdout and "==> luminal doctor" in done.stdout
+    luminal = prefix / "bin" / "luminal"
+    venv = (prefix / "current").resolve()
+    assert venv.parent == prefix and (venv / "bin" / "python").exists()
+    # the installed luminal is the bundle's, not this checkout
+    where = subprocess.run(
+        [venv / "bin" / "python", "-c", "import luminal; print(luminal.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert str(venv) in where
+    out = subprocess.run([luminal, "--version"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.startswith("luminal ")
+    doctor = subprocess.run([luminal, "doctor", "--json"], capture_output=True, text=True, env=env)
+    assert doctor.returncode == 0, doctor.stderr
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["packages"]["status"] == "ok" and checks["license"]["status"] == "ok"
+
+    model = tmp_path / "mlp.onnx"
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.models", "--export", "mlp", "-o", str(model)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": f"{ROOT.parent}:{ROOT}"},
+    )
+    art = tmp_path / "mlp.lmnl"
+    compiled = subprocess.run(
+        [luminal, "compile", model, "-o", art, "--budget", "0", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    assert json.loads(compiled.stdout)["check"]["status"] == "passed" and art.exists()
+
+    # upgrade: install again; LUMINAL_HOME (license, key, tuning database) is untouched
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in home.iterdir()}
+    again = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stderr
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in home.iterdir()}
+    assert {k: v for k, v in after.items() if k != "clock.json"} == {
+        k: v for k, v in before.items() if k != "clock.json"
+    }
