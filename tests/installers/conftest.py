@@ -72,4 +72,3 @@ def bundle_copy(built_bundle: BundleResult, tmp_path: Path) -> Path:
     copy = tmp_path / "bundle"
     shutil.copytree(built_bundle.path, copy, copy_function=os.link)
     return copy
-

@@ -110,9 +110,7 @@ def test_an_added_wheel_stops_install(bundle_copy: Path, tmp_path: Path) -> None
     _assert_nothing_installed(done, tmp_path / "prefix")
 
 
-def test_an_out_of_band_keyring_without_the_root_refuses(
-    bundle_copy: Path, tmp_path: Path
-) -> None:
+def test_an_out_of_band_keyring_without_the_root_refuses(bundle_copy: Path, tmp_path: Path) -> None:
     # the operator's own copy of the vendor roots is what counts, not the bundle's
     other = Ed25519PrivateKey.generate().public_key()
     ring = tmp_path / "roots.json"
