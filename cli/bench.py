@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -238,7 +238,9 @@ def bench_cmd(
     gate(results, fail_below)
 
 
-def write_ci_files(statement: Mapping[str, Any], folder: Path, fail_below: float | None) -> list[str]:
+def write_ci_files(
+    statement: Mapping[str, Any], folder: Path, fail_below: float | None
+) -> list[str]:
     """benchmark.json, junit.xml and summary.md in `folder` (atomically), and the summary
     appended to $GITHUB_STEP_SUMMARY when set; the lines that say where they went."""
     files = {

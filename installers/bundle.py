@@ -44,9 +44,8 @@ from luminal._version import __version__
 from luminal.errors import IntegrityError, LicenseError, UsageError
 from luminal.installers import sbom
 from luminal.installers.verify_bundle import CERT, ENVELOPE, KEYRING, MANIFEST, SUMS, SUMS_TYPE
-from luminal.licensing import dsse
+from luminal.licensing import dsse, keys
 from luminal.licensing.chain import verify_certificate
-from luminal.licensing import keys
 from luminal.licensing.keys import key_id, load_private
 from luminal.licensing.timeutil import to_iso
 
