@@ -10,11 +10,11 @@ The repository root is this package; `cli/`, `compiler/`, `integrations/`, `lice
 `metering/` and `references/` install as `luminal.cli`, `luminal.compiler`, ...
 """
 
+from typing import Any
+
 from luminal._version import __version__
 from luminal.compiler.runtime import Session, load
 from luminal.integrations.session import InferenceSession
-
-from typing import Any
 
 __all__ = ["InferenceSession", "Session", "__version__", "compile_model", "load"]
 
