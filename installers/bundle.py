@@ -54,6 +54,8 @@ LOCK = "requirements.lock"
 SBOM = "sbom.cdx.json"
 #: The scripts shipped in every bundle, from this package.
 SCRIPTS = ("install.sh", "verify_bundle.py")
+#: What a source tree holds that is no part of luminal's wheel.
+BUILD_LEFTOVERS = (".git", "build", "dist", ".venv", "*.egg-info", "__pycache__", ".*_cache")
 EXTRAS = ("torch", "toolchain", "onnxruntime", "gpu", "nvml", "tvm", "openvino")
 
 Progress = Callable[[str], None]
@@ -227,11 +229,25 @@ def _luminal_wheel(spec: BundleSpec, into: Path) -> Path:
             f"{source}: not a luminal source tree (no pyproject.toml); give --source or "
             "--luminal-wheel"
         )
-    _pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(into), str(source))
+    # from a clean copy: an in-tree build reuses build/lib, which keeps files since removed
+    clean = into.parent / "source"
+    shutil.copytree(source, clean, symlinks=True, ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS))
+    isolation = ["--no-build-isolation"] if _has_setuptools() else []
+    _pip("wheel", "--no-deps", *isolation, "-w", str(into), str(clean))
     built = sorted(into.glob("luminal-*.whl"))
     if not built:
         raise UsageError(f"pip built no luminal wheel from {source}")
     return built[-1]
+
+
+def _has_setuptools() -> bool:
+    """Build luminal's wheel with this environment's setuptools when it has one (no index
+    needed); else pip's isolated build fetches setuptools from the index."""
+    try:
+        import setuptools  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _download(spec: BundleSpec, own: Path, wheels: Path) -> None:

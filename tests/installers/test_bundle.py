@@ -148,3 +148,34 @@ def test_a_key_the_release_roots_did_not_certify_is_refused(
     rc, _, err = cli("bundle", "-o", tmp_path / "b", "-k", stranger.key_path)
     assert rc == 4 and "not certified by a vendor root" in err
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow  # ~8 s: gzip of ~100 MB
+def test_a_tarball_bundle_from_the_cli_verifies_after_extraction(
+    cli, tmp_path: Path, wheelhouse: Path, bundle_vendor: Vendor
+) -> None:  # type: ignore[no-untyped-def]
+    import tarfile
+
+    out = tmp_path / "luminal-bundle.tar.gz"
+    rc, stdout, err = cli(
+        "bundle", "-o", out, "-k", bundle_vendor.key_path, "--wheelhouse", wheelhouse, "--json"
+    )
+    assert rc == 0, err
+    doc = json.loads(stdout)
+    assert doc["path"] == str(out) and doc["signer"] == bundle_vendor.signer.keyid
+    assert doc["seconds"]["sign SHA256SUMS"] >= 0 and "build luminal wheel" in doc["seconds"]
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    (folder,) = (tmp_path / "x").iterdir()
+    assert verify_bundle.main([str(folder)]) == 0
+    # the wheel was built from a clean copy: nothing of the checkout's build/ or tests/
+    import zipfile
+
+    wheel = next((folder / "wheels").glob("luminal-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert (
+        "luminal/installers/install.sh" in names and "luminal/installers/ci/luminal-ci.sh" in names
+    )
+    assert not any(n.startswith(("luminal/tests/", "luminal/build/")) for n in names)
+    rc, _, err = cli("bundle", "-o", out, "-k", bundle_vendor.key_path)
+    assert rc == 2 and "already exists" in err
