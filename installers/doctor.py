@@ -215,6 +215,14 @@ def check_home(ctx: DoctorContext) -> Finding:
 def check_license(ctx: DoctorContext) -> Finding:
     from luminal.licensing.status import describe
 
+    if not ctx.home.install_key.exists():  # describe() would create the identity: only look
+        return Finding(
+            Status.WARN,
+            "no license installed (no install identity yet): running artifacts works, "
+            "compiling and bench need one",
+            {"state": "missing"},
+            "`luminal license request -o request.json`, then `luminal license install FILE`",
+        )
     doc = describe(ctx.home)
     detail = {k: doc.get(k) for k in ("state", "error", "warnings", "evaluation", "terms")}
     claims = doc.get("license") or {}

@@ -65,6 +65,16 @@ def test_a_crashing_or_optional_check_does_not_take_doctor_down(tmp_path: Path) 
     assert report.failed == (a,) and not report.ok
 
 
+def test_doctor_creates_nothing_in_a_fresh_home(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("LUMINAL_HOME", str(tmp_path / "fresh"))
+    rc, out, _ = cli("doctor", "--json")
+    by = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert by["license"]["status"] == "warn" and "no license installed" in by["license"]["summary"]
+    assert not (tmp_path / "fresh").exists()  # an install's doctor run leaves the home alone
+
+
 def test_the_ledger_check_reads_a_ledger(tmp_path: Path) -> None:
     ctx = DoctorContext(Home(tmp_path), {})
     assert doctor.check_ledger(ctx).summary == "no ledger yet"
@@ -103,10 +113,13 @@ def test_support_bundle_redacts_secrets(
     monkeypatch.setenv("LUMINAL_HOME", str(home))
     monkeypatch.setenv("LUMINAL_ACTIVATION_KEY", "s3cret-activation-value")
     monkeypatch.setenv("HTTPS_PROXY", "http://bob:hunter2@proxy.example:3128")
+    from luminal.licensing.identity import load_or_create
+
+    load_or_create(Home(home))
     out = tmp_path / "support.tar.gz"
     rc, _, err = cli("doctor", "--support-bundle", out)
     assert rc in (0, 7) and f"support bundle: {out}" in err
-    private = (home / "install.key").read_bytes()  # doctor's license check made the identity
+    private = (home / "install.key").read_bytes()
     with tarfile.open(out) as tar:
         members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
     names = {n.removeprefix("luminal-support/") for n in members}
