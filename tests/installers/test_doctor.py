@@ -71,6 +71,7 @@ def test_doctor_creates_nothing_in_a_fresh_home(
     monkeypatch.setenv("LUMINAL_HOME", str(tmp_path / "fresh"))
     rc, out, _ = cli("doctor", "--json")
     by = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert rc == (0 if json.loads(out)["ok"] else 7)
     assert by["license"]["status"] == "warn" and "no license installed" in by["license"]["summary"]
     assert not (tmp_path / "fresh").exists()  # an install's doctor run leaves the home alone
 
