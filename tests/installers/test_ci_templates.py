@@ -71,6 +71,9 @@ def test_github_action_passes_on_the_example(example: Path, tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "==> luminal bench" in done.stdout and "ci: " in done.stderr
+    # line-by-line progress: each finished phase on its own line, no live bar
+    assert "✓ parity (latency)" in done.stderr and "✓ timed (latency)" in done.stderr
+    assert "\r" not in done.stderr and "\x1b[" not in done.stderr
     _check_files(tmp_path / "ci", 0.1, passed=True)
     assert summary.read_text().startswith("## ")
 

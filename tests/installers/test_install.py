@@ -90,3 +90,27 @@ def test_install_run_doctor_compile_and_upgrade(
     assert {k: v for k, v in after.items() if k != "clock.json"} == {
         k: v for k, v in before.items() if k != "clock.json"
     }
+
+
+def test_a_torch_bundle_takes_the_pinned_cpu_build(tmp_path: Path, bundle_vendor: object) -> None:
+    """`--extras torch` with a constraint pinning the CPU build (an unpinned torch resolves
+    to the CUDA build and its several GB of NVIDIA wheels); from the configured index."""
+    from luminal.errors import UsageError
+    from luminal.installers import verify_bundle
+    from luminal.installers.bundle import BundleSpec, build_bundle
+
+    pin = tmp_path / "cpu-torch.txt"
+    pin.write_text("torch==2.13.0+cpu\n")
+    spec = BundleSpec(
+        output=tmp_path / "b",
+        signing_key=bundle_vendor.key_path,  # type: ignore[attr-defined]
+        extras=("torch",),
+        constraint=pin,
+    )
+    try:
+        result = build_bundle(spec)
+    except UsageError as err:
+        pytest.skip(f"no torch 2.13.0+cpu wheel reachable: {err}")
+    lock = (result.path / "requirements.lock").read_text()
+    assert "torch==2.13.0+cpu --hash=sha256:" in lock and "nvidia" not in lock
+    assert verify_bundle.verify(result.path)["manifest"]["extras"] == ["torch"]
