@@ -37,6 +37,8 @@ SUMS, ENVELOPE, CERT, KEYRING, MANIFEST = (
     "keyring.json",
     "bundle.json",
 )
+#: The purpose a vendor root certifies signing keys for (licensing/chain.py KeyPurpose).
+SIGNING_PURPOSE = "license-signing"
 #: Files that SHA256SUMS cannot list (itself and its signature).
 UNLISTED = (SUMS, ENVELOPE)
 
@@ -218,6 +220,8 @@ def verify(bundle: Path, keyring_file: Path | None = None) -> dict[str, object]:
         cert = json.loads(cert_payload)
     except ValueError:
         raise BundleInvalid(f"{CERT}: payload is not JSON") from None
+    if not isinstance(cert, dict) or cert.get("purpose") != SIGNING_PURPOSE:
+        raise BundleInvalid(f"{CERT}: not a certificate of a vendor signing key")
     signer_public = _b64(cert.get("public_key"), f"{CERT}: public_key")
     if cert.get("keyid") != key_id(signer_public):
         raise BundleInvalid(f"{CERT}: keyid does not match its public key")

@@ -180,3 +180,11 @@ def test_a_tarball_bundle_from_the_cli_verifies_after_extraction(
     assert not any(n.startswith(("luminal/tests/", "luminal/build/")) for n in names)
     rc, _, err = cli("bundle", "-o", out, "-k", bundle_vendor.key_path)
     assert rc == 2 and "already exists" in err
+
+
+def test_the_verifier_purpose_matches_the_chain() -> None:
+    # the standalone verifier cannot import luminal: its constants must equal the chain's
+    from luminal.licensing.chain import CERT_TYPE, KeyPurpose
+
+    assert verify_bundle.SIGNING_PURPOSE == KeyPurpose.LICENSE_SIGNING.value
+    assert verify_bundle.CERT_TYPE == CERT_TYPE
