@@ -45,6 +45,15 @@ def tidy_help(command: Any) -> None:
         elif isinstance(param, TyperArgument):
             param.metavar = param.metavar or (param.name or "ARG").upper()
             param.__class__ = _Argument
+    help_option = command.get_help_option  # made per call, so wrapped per command
+
+    def quiet_help_option(ctx: Any) -> Any:
+        option = help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = quiet_help_option
     if command.epilog is None:
         command.epilog = EXIT_CODES_HELP
     for sub in getattr(command, "commands", {}).values():
