@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,12 +50,18 @@ def wheelhouse() -> Path:
 
 
 @pytest.fixture(scope="session")
-def bundle_vendor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vendor]:
-    """The test vendor's root is the release keyring for the session's bundles."""
-    vendor = Vendor.create(tmp_path_factory.mktemp("bundle-vendor"))
+def bundle_vendor(tmp_path_factory: pytest.TempPathFactory) -> Vendor:
+    """The vendor that signs the session's bundles (see `as_release`)."""
+    return Vendor.create(tmp_path_factory.mktemp("bundle-vendor"))
+
+
+@contextmanager
+def as_release(vendor: Vendor) -> Iterator[None]:
+    """While building: the vendor's root stands in for the release keyring (what a release
+    that vendor built would ship).  Only then: other tests see the real shipped keyring."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(keys, "shipped_keyring", vendor.release_keyring)
-        yield vendor
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +70,8 @@ def built_bundle(
 ) -> BundleResult:
     out = tmp_path_factory.mktemp("bundle") / "luminal-bundle"
     spec = BundleSpec(output=out, signing_key=bundle_vendor.key_path, wheelhouse=wheelhouse)
-    return build_bundle(spec)
+    with as_release(bundle_vendor):
+        return build_bundle(spec)
 
 
 @pytest.fixture

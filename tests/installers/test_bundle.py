@@ -18,6 +18,7 @@ from luminal.installers.bundle import BundleResult, platform_tags
 from luminal.licensing import dsse
 from luminal.licensing.keys import key_id, raw_public
 from tests.helpers.licensing_helpers import Vendor
+from tests.installers.conftest import as_release
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -146,7 +147,8 @@ def test_a_key_the_release_roots_did_not_certify_is_refused(
     cli, tmp_path: Path, bundle_vendor: Vendor
 ) -> None:  # type: ignore[no-untyped-def]
     stranger = Vendor.create(tmp_path / "stranger")  # its own root, not the release's
-    rc, _, err = cli("bundle", "-o", tmp_path / "b", "-k", stranger.key_path)
+    with as_release(bundle_vendor):
+        rc, _, err = cli("bundle", "-o", tmp_path / "b", "-k", stranger.key_path)
     assert rc == 4 and "not certified by a vendor root" in err
     assert not (tmp_path / "b").exists()
 
@@ -158,9 +160,10 @@ def test_a_tarball_bundle_from_the_cli_verifies_after_extraction(
     import tarfile
 
     out = tmp_path / "luminal-bundle.tar.gz"
-    rc, stdout, err = cli(
-        "bundle", "-o", out, "-k", bundle_vendor.key_path, "--wheelhouse", wheelhouse, "--json"
-    )
+    with as_release(bundle_vendor):
+        rc, stdout, err = cli(
+            "bundle", "-o", out, "-k", bundle_vendor.key_path, "--wheelhouse", wheelhouse, "--json"
+        )
     assert rc == 0, err
     doc = json.loads(stdout)
     assert doc["path"] == str(out) and doc["signer"] == bundle_vendor.signer.keyid
@@ -178,7 +181,8 @@ def test_a_tarball_bundle_from_the_cli_verifies_after_extraction(
         "luminal/installers/install.sh" in names and "luminal/installers/ci/luminal-ci.sh" in names
     )
     assert not any(n.startswith(("luminal/tests/", "luminal/build/")) for n in names)
-    rc, _, err = cli("bundle", "-o", out, "-k", bundle_vendor.key_path)
+    with as_release(bundle_vendor):
+        rc, _, err = cli("bundle", "-o", out, "-k", bundle_vendor.key_path)
     assert rc == 2 and "already exists" in err
 
 

@@ -107,8 +107,11 @@ def test_a_torch_bundle_takes_the_pinned_cpu_build(tmp_path: Path, bundle_vendor
         extras=("torch",),
         constraint=pin,
     )
+    from tests.installers.conftest import as_release
+
     try:
-        result = build_bundle(spec)
+        with as_release(bundle_vendor):  # type: ignore[arg-type]
+            result = build_bundle(spec)
     except UsageError as err:
         pytest.skip(f"no torch 2.13.0+cpu wheel reachable: {err}")
     lock = (result.path / "requirements.lock").read_text()
