@@ -56,12 +56,15 @@ else
     rm -rf "$TARGET"
     "$PYTHON" -m venv "$TARGET"
     # pip may read an index, find-links or constraints from the environment or a config
-    # file: none of them, only the bundle's wheels and lock
+    # file: none of them, only the bundle's wheels and lock.  -I: no PYTHONPATH or user
+    # site, where another luminal would look "already installed" to pip
     env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS -u PIP_CONSTRAINT \
         -u PIP_REQUIREMENT PIP_CONFIG_FILE=/dev/null PIP_NO_INDEX=1 \
-        "$TARGET/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "$TARGET/bin/python" -I -m pip install --quiet --disable-pip-version-check \
         --no-index --find-links "$HERE/wheels" --require-hashes --only-binary=:all: \
         -r "$HERE/requirements.lock" || { rm -rf "$TARGET"; echo "install.sh: pip failed; $PREFIX/current is unchanged" >&2; exit 1; }
+    "$TARGET/bin/python" -I -c 'import importlib.metadata as m; m.version("luminal")' \
+        || { rm -rf "$TARGET"; echo "install.sh: luminal is not in the new venv; $PREFIX/current is unchanged" >&2; exit 1; }
     cp "$HERE/bundle.json" "$TARGET/luminal-bundle.json"
     touch "$TARGET/.luminal-installed"
 fi
@@ -75,7 +78,7 @@ echo "==> luminal $VERSION installed: $PREFIX/bin/luminal (add $PREFIX/bin to PA
 if [ "$DOCTOR" = 1 ]; then
     echo "==> luminal doctor"
     rc=0
-    "$PREFIX/bin/luminal" doctor || rc=$?
+    env -u PYTHONPATH -u PYTHONHOME "$PREFIX/bin/luminal" doctor || rc=$?
     if [ "$rc" != 0 ]; then
         echo "install.sh: installed, but luminal doctor found problems (exit $rc)" >&2
         exit "$rc"

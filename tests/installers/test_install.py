@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from luminal._version import __version__
 from luminal.installers.bundle import BundleResult
 
 pytestmark = pytest.mark.slow
@@ -42,7 +43,19 @@ def test_install_run_doctor_compile_and_upgrade(
     prefix = tmp_path / "opt-luminal"
     install = ["sh", str(built_bundle.path / "install.sh"), "--prefix", str(prefix)]
     install += ["--python", sys.executable]
-    done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+    # the operator's shell may have a PYTHONPATH with another luminal on it (a checkout's):
+    # pip would take it as installed and doctor would run it; install.sh must install and
+    # check the bundle's all the same
+    shadow = tmp_path / "shadow"
+    (shadow / "luminal").mkdir(parents=True)
+    (shadow / "luminal" / "__init__.py").write_text("raise SystemExit('the shadow luminal')\n")
+    info = shadow / f"luminal-{__version__}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: luminal\nVersion: {__version__}\n"
+    )
+    shell = {**env, "PYTHONPATH": str(shadow)}
+    done = subprocess.run(install, capture_output=True, text=True, env=shell, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "bundle OK" in done.stdout and "==> luminal doctor" in done.stdout
     luminal = prefix / "bin" / "luminal"
