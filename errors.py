@@ -17,12 +17,16 @@ Every error carries the exit code the CLI returns for it (documented in docs/cli
     │   └── ActivationError             online activation refused or unreachable
     ├── IntegrityError           exit 4  a signature or hash does not verify
     ├── InvalidResult            exit 5  outputs disagree with the oracle
-    └── CompilerError            exit 6  the model cannot be taken
-        ├── ModelLoadError              unreadable, corrupt or unsafe model file
-        ├── FrontendError               a node the frontend cannot lower as given
-        │   └── UnsupportedOp           an op, attribute or opset we do not support
-        ├── GraphError                  an IR graph that breaks the spec (a compiler bug)
-        └── ArtifactIncompatible        an artifact built for another CPU, format or platform
+    ├── CompilerError            exit 6  the model cannot be taken
+    │   ├── ModelLoadError              unreadable, corrupt or unsafe model file
+    │   ├── FrontendError               a node the frontend cannot lower as given
+    │   │   └── UnsupportedOp           an op, attribute or opset we do not support
+    │   ├── GraphError                  an IR graph that breaks the spec (a compiler bug)
+    │   └── ArtifactIncompatible        an artifact built for another CPU, format or platform
+    └── SetupIncomplete          exit 7  this machine lacks something luminal needs (doctor)
+
+Exit 1 is otherwise an internal error (a bug), and the CI gate's code (`--fail-below`);
+130 is Ctrl-C.  `EXIT_CODES` is that table, as `luminal --help` prints it.
 
 Foreign exceptions (protobuf, onnx, torch, numpy) are converted where they enter, so a
 caller catches `LuminalError` and gets one clear line from `str(err)`.
@@ -48,6 +52,7 @@ __all__ = [
     "LuminalError",
     "ModelLoadError",
     "NotEntitled",
+    "SetupIncomplete",
     "SignatureInvalid",
     "UnsupportedOp",
     "UsageError",
@@ -168,6 +173,26 @@ class GraphError(CompilerError):
 class ArtifactIncompatible(CompilerError):
     """A compiled artifact that this machine or this luminal cannot run (CPU features,
     architecture, format version)."""
+
+
+class SetupIncomplete(LuminalError):
+    """`luminal doctor` found something this install needs missing or broken."""
+
+    exit_code = 7
+
+
+#: Every exit code of the `luminal` command and what it means (docs/cli.md, `--help`).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "success"),
+    (1, "internal error (a bug: rerun with -v), or the CI gate: --fail-below not met"),
+    (UsageError.exit_code, "usage: bad option or argument, missing or unreadable input file"),
+    (LicenseError.exit_code, "license: missing, expired, not entitled, untrusted signer"),
+    (IntegrityError.exit_code, "integrity: a signature or hash does not verify"),
+    (InvalidResult.exit_code, "invalid result: outputs off the oracle, or an INVALID bench run"),
+    (CompilerError.exit_code, "unsupported model: unreadable, unsupported op, dtype or CPU"),
+    (SetupIncomplete.exit_code, "setup incomplete: `luminal doctor` found something missing"),
+    (130, "interrupted (Ctrl-C)"),
+)
 
 
 def one_line(err: BaseException, first_line: bool = False) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,11 +16,12 @@ from luminal.cli.compile import progress_bar
 from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, parse_dims
 from luminal.cli.report import gate, print_summary
 from luminal.errors import InvalidResult, UsageError
+from luminal.licensing.home import write_atomic
 from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
 from luminal.metering.bench.outputs import parse_tolerances
-from luminal.metering.report import sign_and_write
+from luminal.metering.report import benchmark_action, junit, markdown, sign_and_write
 from luminal.references.baselines import registry, split_module_ref
 
 TARGET = "cpu"
@@ -104,6 +107,18 @@ def bench_cmd(
         float | None,
         typer.Option("--fail-below", help="Exit 1 when the speedup's lower bound is below this."),
     ] = None,
+    ci: Annotated[
+        bool,
+        typer.Option(
+            "--ci",
+            help="CI step: plain progress lines (also a line per quarter of a long phase), "
+            "and benchmark.json (github-action-benchmark), junit.xml and summary.md in "
+            "--ci-dir; summary.md is appended to $GITHUB_STEP_SUMMARY when that is set.",
+        ),
+    ] = False,
+    ci_dir: Annotated[Path, typer.Option("--ci-dir", help="Where --ci writes its files.")] = Path(
+        "luminal-ci"
+    ),
     dim: DimOption = None,
     trust_unsigned: TrustUnsignedOption = False,
     as_json: JsonOption = False,
@@ -124,6 +139,8 @@ def bench_cmd(
       luminal bench model.lmnl -b torch --model net.py:build_model
 
       luminal bench model.lmnl -b onnxruntime --baseline-options ort.json
+
+      luminal bench model.lmnl --ci --fail-below 1.1      # a CI job's step (installers/ci/)
     """
     modes = {
         "both": ("latency", "throughput"),
@@ -134,7 +151,8 @@ def bench_cmd(
         raise UsageError(f"--scenario {scenario}: choose from {', '.join(modes)}")
     if baseline not in registry():
         raise UsageError(f"unknown baseline '{baseline}'; choose from {', '.join(registry())}")
-    console = Console(stderr=True, quiet=as_json)
+    # --ci: never a live bar, even where the runner fakes a terminal: lines a log keeps
+    console = Console(stderr=True, quiet=as_json, force_terminal=False if ci else None)
     status = licensing.check("bench", TARGET)
     for warning in status.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
@@ -181,13 +199,19 @@ def bench_cmd(
         task = bar.add_task("preparing", total=None)
         phases: list[tuple[str, str]] = []  # (phase, its latest detail)
 
+        quarter = [0]  # --ci: the last quarter of the current phase that was printed
+
         def progress(phase: str, done: float, detail: str) -> None:
             if phases and phases[-1][0] == phase:
                 phases[-1] = (phase, detail or phases[-1][1])
+                if ci and 0 < int(done * 4) < 4 and int(done * 4) > quarter[0]:
+                    quarter[0] = int(done * 4)
+                    console.print(f"  … {_phase_line(phase, detail)} ({done:.0%})", highlight=False)
             else:
                 if phases:
                     console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
                 phases.append((phase, detail))
+                quarter[0] = 0
             label = _phase_line(phase, detail)
             bar.update(task, description=label, total=100, completed=round(100 * done))
 
@@ -196,6 +220,9 @@ def bench_cmd(
             console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
     statement = sign_and_write(run, out)
     results = statement["predicate"]["results"]
+    if ci:
+        for line in write_ci_files(statement, ci_dir, fail_below):
+            console.print(line, highlight=False)
     if as_json:
         typer.echo(json.dumps({"report": str(out), **results}, indent=2))
     else:
@@ -209,6 +236,36 @@ def bench_cmd(
             + f"; report {out}"
         )
     gate(results, fail_below)
+
+
+def write_ci_files(
+    statement: Mapping[str, Any], folder: Path, fail_below: float | None
+) -> list[str]:
+    """benchmark.json, junit.xml and summary.md in `folder` (atomically), and the summary
+    appended to $GITHUB_STEP_SUMMARY when set; the lines that say where they went."""
+    files = {
+        "benchmark.json": json.dumps(benchmark_action.render(statement), indent=2) + "\n",
+        "junit.xml": junit.render(statement, fail_below),
+        "summary.md": markdown.render(statement),
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            write_atomic(folder / name, text.encode(), mode=0o644)
+    except OSError as err:
+        raise UsageError(f"--ci-dir {folder}: cannot write ({err.strerror})") from None
+    lines = [f"ci: {', '.join(str(folder / n) for n in files)}"]
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(files["summary.md"] + "\n")
+        except OSError as err:
+            raise UsageError(
+                f"GITHUB_STEP_SUMMARY {summary}: cannot append ({err.strerror})"
+            ) from None
+        lines.append(f"ci: summary appended to {summary}")
+    return lines
 
 
 def _phase_line(phase: str, detail: str) -> str:

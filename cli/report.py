@@ -36,7 +36,9 @@ ReportArg = Annotated[Path, typer.Argument(help="A report written by `luminal be
 FailBelow = Annotated[
     float | None,
     typer.Option(
-        "--fail-below", help="Exit 1 when the speedup's lower confidence bound is below this."
+        "--fail-below",
+        help="Exit 1 when the speedup's lower confidence bound is below this (exit 5 when "
+        "the run is INVALID).",
     ),
 ]
 
@@ -54,7 +56,9 @@ def show_cmd(
 ) -> None:
     """Render a report: a table, one self-contained HTML page, markdown, JUnit XML or JSON.
 
-    Showing does not check the signature: `luminal report verify` does.
+    Showing does not check the signature: `luminal report verify` does.  With
+    --fail-below it renders first, then exits 1 when the speedup's lower bound is below the
+    bar and 5 when the run is INVALID (and JUnit XML has that gate as a test case).
 
     Examples:
 
@@ -71,6 +75,7 @@ def show_cmd(
         if output is not None:
             raise UsageError("--output needs --format html, markdown, junit or json")
         print_summary(Console(), statement)
+        gate(statement["predicate"]["results"], fail_below)
         return
     text = {
         "html": lambda: html.render(statement),
@@ -80,12 +85,13 @@ def show_cmd(
     }[fmt]()
     if output is None:
         typer.echo(text, nl=False)
-        return
-    try:
-        write_atomic(output, text.encode(), mode=0o644)
-    except OSError as err:
-        raise UsageError(f"{output}: cannot write ({err.strerror})") from None
-    typer.echo(str(output))
+    else:
+        try:
+            write_atomic(output, text.encode(), mode=0o644)
+        except OSError as err:
+            raise UsageError(f"{output}: cannot write ({err.strerror})") from None
+        typer.echo(str(output))
+    gate(statement["predicate"]["results"], fail_below)
 
 
 LicenseOpt = Annotated[

@@ -7,6 +7,7 @@ there takes the stored winners for kernels measured on the same kind of device.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from rich.table import Table
 from luminal.cli.options import JsonOption
 from luminal.compiler import cache
 from luminal.compiler.search.tunedb import TuningDB
+from luminal.errors import UsageError
 
 tune_db_app = typer.Typer(no_args_is_help=True)
 
@@ -143,12 +145,19 @@ def clear_cmd(
     """Delete measurements (all, or one device's) and, for all, the compile cache beside
     the database (rewritten graphs, built libraries); the next compile measures again.
 
+    Without a terminal (a script, CI) it needs --yes (else exit 2); answering no at the
+    prompt clears nothing (exit 0).
+
     Example:
 
       luminal tune-db clear --yes
     """
-    if not yes and not typer.confirm("Delete the tuning measurements?", default=False):
-        raise typer.Exit(1)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("tune-db clear: no terminal to confirm on; pass --yes")
+        if not typer.confirm("Delete the tuning measurements?", default=False):
+            _done(as_json, {"cleared": 0}, "nothing cleared")
+            return
     with TuningDB(db) as tdb:
         n = tdb.clear(device)
         path = tdb.path

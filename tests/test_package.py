@@ -12,7 +12,15 @@ import luminal.errors
 
 
 def test_top_level_folders_are_luminal_subpackages() -> None:
-    for name in ("cli", "compiler", "integrations", "licensing", "metering", "references"):
+    for name in (
+        "cli",
+        "compiler",
+        "installers",
+        "integrations",
+        "licensing",
+        "metering",
+        "references",
+    ):
         module = importlib.import_module(f"luminal.{name}")
         assert module.__name__ == f"luminal.{name}"
 
@@ -26,9 +34,10 @@ def test_errors_all_is_complete_and_exit_codes_documented() -> None:
     }
     assert exported == set(luminal.errors.__all__)
     codes = {cls.exit_code for cls in map(lambda n: getattr(luminal.errors, n), exported)}
-    assert codes == {1, 2, 3, 4, 5, 6}
+    assert codes == {1, 2, 3, 4, 5, 6, 7}
+    assert codes | {0, 130} == {code for code, _ in luminal.errors.EXIT_CODES}
     doc = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
-    for code in (2, 3, 4, 5, 6):
+    for code in (2, 3, 4, 5, 6, 7):
         assert f"| {code} " in doc
 
 

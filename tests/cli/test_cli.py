@@ -25,6 +25,19 @@ def test_help_lists_commands_with_examples(cli) -> None:  # type: ignore[no-unty
     assert rc == 0 and "Examples" in out and "--compare" in out
 
 
+def test_help_has_exit_codes_and_no_type_noise(cli) -> None:  # type: ignore[no-untyped-def]
+    from luminal.errors import EXIT_CODES
+
+    for args in (("--help",), ("run", "--help"), ("tune-db", "clear", "--help")):
+        rc, out, _ = cli(*args)
+        assert rc == 0 and "Exit codes:" in out
+        assert "<bool>" not in out and "{model}" not in out, args
+        text = " ".join(out.split())
+        assert all(f"{code} " in text for code, _ in EXIT_CODES)
+    rc, out, _ = cli("run", "--help")
+    assert "luminal run [OPTIONS] MODEL" in out and "<path>" in out  # argument types stay
+
+
 def test_inspect_json(cli, suite_onnx) -> None:  # type: ignore[no-untyped-def]
     path, _ = suite_onnx("mlp")
     rc, out, err = cli("inspect", path, "--json")

@@ -87,3 +87,9 @@ def test_compile_searches_and_reports_in_json(cli, suite_onnx, tmp_path: Path) -
         and "E-graph rules" in out
         and "from the tuning database" in out
     )
+
+
+def test_clear_without_a_terminal_asks_for_yes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # CliRunner's stdin is not a terminal: a usage error (exit 2), not exit 1 (internal)
+    rc, _, err = cli("tune-db", "clear", "--db", tmp_path / "t.db")
+    assert rc == 2 and "--yes" in err

@@ -70,8 +70,8 @@ def test_markdown_for_the_step_summary(cli, reports) -> None:  # type: ignore[no
 
 
 def test_junit_has_one_case_per_check_and_the_gate(cli, reports) -> None:  # type: ignore[no-untyped-def]
-    rc, out, _ = cli("report", "show", reports["bad"], "--format", "junit", "--fail-below", "1.1")
-    assert rc == 0
+    rc, out, err = cli("report", "show", reports["bad"], "--format", "junit", "--fail-below", "1.1")
+    assert rc == 5 and "INVALID" in err  # the XML is written, then the gate holds (help says so)
     suite = ET.fromstring(out).find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}
@@ -204,3 +204,24 @@ def test_the_timing_charts_keep_labels_inside_and_apart(rounds: int) -> None:
     legend = [b[4] for b in _boxes(blocks)[2] if b[1] < 20]
     assert legend[:2] == ["baseline", "luminal"]  # the legend, above the plot
     assert blocks.count("stroke-width='3'") == 2  # each with a swatch of its line
+
+
+def test_github_action_benchmark_entries_rederive_from_the_report(reports) -> None:  # type: ignore[no-untyped-def]
+    from luminal.metering.report import benchmark_action
+
+    _, statement = read(reports["good"])
+    entries = benchmark_action.render(statement)
+    stats = statement["predicate"]["results"]["scenarios"]
+    measured = [
+        (n, arm)
+        for n in statement["predicate"]["scenarios"]
+        if n in stats
+        for arm in ("baseline", "luminal")
+    ]
+    assert len(entries) == len(measured)
+    for entry, (name, arm) in zip(entries, measured, strict=True):
+        assert set(entry) == {"name", "unit", "value", "range", "extra"} and entry["unit"] == "ms"
+        assert name in entry["name"] and entry["name"].endswith(f"{arm} p50")
+        assert entry["value"] == pytest.approx(stats[name][arm]["p50_ns"] / 1e6, rel=1e-6)
+        assert "speedup" in entry["extra"] and "VALID" in entry["extra"]
+    json.dumps(entries)  # what the action reads
