@@ -18,6 +18,7 @@ from luminal.cli import bench, devices, inspect, profile, run
 from luminal.cli import compile as compile_command
 from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
+from luminal.cli.meter import meter_app
 from luminal.cli.report import report_app
 from luminal.cli.tune_db import tune_db_app
 from luminal.errors import LuminalError
@@ -80,6 +81,9 @@ app.command("bench")(bench.bench_cmd)
 app.command("profile")(profile.profile_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
+app.add_typer(
+    meter_app, name="meter", help="The usage ledger: fee statement, verify, export, sync."
+)
 app.add_typer(
     artifact_key_app,
     name="artifact-key",
