@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -111,6 +111,21 @@ def make_export(
     m = last_export_size(records) if since is None else since
     if not 0 <= m <= len(records):
         raise ExportInvalid(f"--from {m}: the ledger holds {len(records)} records")
+    envelope = sign_export(records, m, identity)
+    export = read_export(envelope, identity.public_key)
+    ledger.append(
+        RecordKind.EXPORT_MADE,
+        {
+            "tree_size": export.checkpoint.tree_size,
+            "root": export.checkpoint.root,
+            "digest": export.digest,
+        },
+    )
+    return envelope, export
+
+
+def sign_export(records: Sequence[Record], since: int, identity: InstallIdentity) -> dsse.Envelope:
+    """The export of `records[since:]` (all `records` for the tree), signed; unchecked."""
     leaves = [r.hash for r in records]
     now = utcnow()
     checkpoint = Checkpoint(identity.keyid, len(records), merkle.root(leaves), now)
@@ -121,18 +136,12 @@ def make_export(
         "version": VERSION,
         "install_keyid": identity.keyid,
         "created_at": to_iso(now),
-        "since": {"tree_size": m, "root": merkle.root(leaves[:m])},
-        "records": [r.to_json() for r in records[m:]],
+        "since": {"tree_size": since, "root": merkle.root(leaves[:since])},
+        "records": [r.to_json() for r in records[since:]],
         "checkpoint": signed.to_json(),
-        "consistency": merkle.consistency(leaves, m),
+        "consistency": merkle.consistency(leaves, since),
     }
-    envelope = identity.sign(dsse.USAGE_TYPE, json.dumps(payload, sort_keys=True).encode())
-    export = read_export(envelope, identity.public_key)
-    ledger.append(
-        RecordKind.EXPORT_MADE,
-        {"tree_size": checkpoint.tree_size, "root": checkpoint.root, "digest": export.digest},
-    )
-    return envelope, export
+    return identity.sign(dsse.USAGE_TYPE, json.dumps(payload, sort_keys=True).encode())
 
 
 def read_export(
@@ -244,4 +253,5 @@ __all__ = [
     "last_export_size",
     "make_export",
     "read_export",
+    "sign_export",
 ]

@@ -50,11 +50,11 @@ from luminal_vendor.usage import LedgerRejected, UsageRejected, check_licenses, 
 @dataclass(frozen=True)
 class ServiceConfig:
     max_body: int = 64 * 1024
-    #: A usage upload carries a period's ledger records (a month: tens of thousands).
-    max_usage_body: int = 32 * 2**20
     rate_per_minute: int = 60
     replay_window: timedelta = timedelta(minutes=5)
     max_depth: int = MAX_DEPTH
+    #: A usage upload carries a period's ledger records (a month: tens of thousands).
+    max_usage_body: int = 32 * 2**20
 
     @property
     def limits(self) -> Limits:
