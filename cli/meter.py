@@ -70,7 +70,8 @@ def statement_table(s: Statement) -> Table:
             (ln.speedup_lower and f"{float(ln.speedup_lower):.3f}") or "-",
             "-" if ln.price_per_hour is None else str(ln.price_per_hour),
             str(ln.savings),
-            str(ln.fee) + ("" if ln.billed else f" ({ln.note})"),
+            str(ln.fee),
+            ln.note,
         )
     table.add_row(
         "total",
@@ -81,6 +82,7 @@ def statement_table(s: Statement) -> Table:
         "",
         str(s.savings),
         str(s.fee),
+        "",
         style="bold",
     )
     return table
@@ -105,10 +107,10 @@ def show_cmd(
     ledger: LedgerOpt = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The fee statement for a month: device-hours per artifact, the report each is billed
-    on, price and share from the license, savings and fee, totals.
+    """The fee statement for a month (default: this one), as a table or JSON.
 
-    The ledger is verified first (exit 4 naming the first bad record).
+    Per artifact: device-hours, the report it is billed on, price and share from the
+    license, savings and fee; totals.  The ledger is verified first (exit 4 naming the first bad record).
 
     Examples:
 
@@ -124,8 +126,10 @@ def show_cmd(
 
 @meter_app.command("verify")
 def verify_cmd(ledger: LedgerOpt = None, as_json: JsonOption = False) -> None:
-    """Check the whole ledger: every hash, link, sequence number, clock and value; name the
-    first bad record (exit 4).  A record cut short by a crash is reported as pending.
+    """Check the whole ledger and name the first bad record (exit 4).
+
+    Every hash, link, sequence number, clock and value.  A record cut short by a crash is
+    reported as pending, not as tampering.
 
     Examples:
 
@@ -166,9 +170,11 @@ def export_cmd(
     ledger: LedgerOpt = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write a signed usage export: the new records, a signed checkpoint and the proof that
-    it extends the previous export.  For a site with no network: carry the file to the
-    vendor (`luminal-vendor ingest-usage`).
+    """Write a signed usage export of the records since the last one.
+
+    The export holds the new records, a signed checkpoint and the proof that it extends
+    the previous export.  For a site with no network: carry the file to the vendor
+    (`luminal-vendor ingest-usage`).
 
     Examples:
 
@@ -196,9 +202,13 @@ def export_cmd(
     if as_json:
         typer.echo(json.dumps(info, indent=2))
     else:
+        which = (
+            f"records {export.since_size}..{export.checkpoint.tree_size - 1}"
+            if export.records
+            else f"no records since the last export (tree size {export.since_size})"
+        )
         typer.echo(
-            f"{output}: records {export.since_size}..{export.checkpoint.tree_size - 1} "
-            f"({len(export.records)}), checkpoint {export.checkpoint.root[:16]}, "
+            f"{output}: {which}, checkpoint {export.checkpoint.root[:16]}, "
             f"digest {export.digest[:16]}"
         )
 
@@ -223,9 +233,10 @@ def sync_cmd(
     ledger: LedgerOpt = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Upload a usage export to the vendor service (HTTPS, with retries).  Sending the same
-    export again is harmless: the service keeps it once, by its digest.  The answer is
-    recorded in the ledger (`vendor-ack`).
+    """Upload a usage export to the vendor service (HTTPS, with retries).
+
+    Sending the same export again is harmless: the service keeps it once, by its digest.
+    The answer is recorded in the ledger (`vendor-ack`).
 
     Examples:
 

@@ -111,7 +111,8 @@ class Statement:
 
     @property
     def device_hours(self) -> Decimal:
-        return sum((ln.device_hours for ln in self.lines), Decimal(0))
+        with localcontext(Context(prec=PRECISION)):
+            return sum((ln.device_hours for ln in self.lines), Decimal(0))
 
     @property
     def savings(self) -> Decimal:

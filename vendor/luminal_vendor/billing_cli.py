@@ -110,8 +110,9 @@ def invoice_cmd(
     db: Db = "sqlite:///vendor.db",
     as_json: JsonOpt = False,
 ) -> None:
-    """The fee statement for a month from the accepted usage: equal to the customer's
-    `luminal meter show --period P` over the same records.
+    """The fee statement for a month from the accepted usage (as `luminal meter show`).
+
+    Computed by the customer's code over the same records, so the two are equal.
 
     Examples:
 

@@ -142,9 +142,10 @@ def verify_usage_cmd(
     trust_keys: TrustKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a usage export alone: signed by the install the license binds, its records in
-    sequence, its checkpoint and consistency proof (exit 4 if not).  `ingest-usage` also
-    checks it continues what was accepted before."""
+    """Check a usage export alone: signed by the bound install, whole (exit 4 if not).
+
+    Its records in sequence, its checkpoint and consistency proof; `ingest-usage` also
+    checks that it continues what was accepted before."""
     _, key = usage_key(license_file, install_key, trust_keys)
     _, parsed = read_usage(export, key)
     info = {
