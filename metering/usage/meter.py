@@ -38,7 +38,7 @@ DEFAULT_INTERVAL_S = 60.0
 @dataclass(frozen=True)
 class MeterConfig:
     interval_s: float = DEFAULT_INTERVAL_S
-    home: Home | None = None  # default: $LUMINAL_HOME at the first flush
+    home: Home | None = None  # default: $LUMINAL_HOME when the artifact is loaded
 
 
 @dataclass(frozen=True)
@@ -64,16 +64,14 @@ class Meter:
         self._license: _License | None = None
         self._recorded_license: str | None = None
         self._device: str | None = None
+        self._home = config.home or Home.resolve()  # the install the artifact was loaded in
         self._thread = threading.Thread(target=self._loop, name="luminal-meter", daemon=True)
         self._thread.start()
         atexit.register(self.close)
 
     @property
     def ledger(self) -> Ledger:
-        return Ledger.of(self._home())
-
-    def _home(self) -> Home:
-        return self.config.home or Home.resolve()
+        return Ledger.of(self._home)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.config.interval_s):
@@ -98,7 +96,7 @@ class Meter:
                 log.warning("usage not recorded yet (kept for the next flush): %s", err)
 
     def _write(self, calls: int, busy: int, window: int) -> None:
-        home = self._home()
+        home = self._home
         ledger = Ledger.of(home)
         lic = self._license_state(home)
         items: list[tuple[RecordKind, dict[str, Any]]] = []
