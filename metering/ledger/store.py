@@ -93,7 +93,7 @@ class Ledger:
 
     @classmethod
     def of(cls, home: Home | None = None) -> Ledger:
-        return cls((home or Home.resolve()).root / "ledger")
+        return cls((home or Home.resolve()).ledger)
 
     # writing -----------------------------------------------------------------------------
     def append(self, kind: RecordKind, body: Mapping[str, Any]) -> Record:

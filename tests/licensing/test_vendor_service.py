@@ -305,3 +305,29 @@ def test_client_accepts_a_license_after_a_retry(home: Home, vendor: Vendor) -> N
 def test_plain_http_only_to_loopback(cli) -> None:
     rc, _, err = cli("license", "activate", "--server", "http://license.example.com", "--key", "k")
     assert rc == 2 and "plain http is allowed only to localhost" in err
+
+
+def test_meter_sync_uploads_once_and_records_the_answer(
+    cli, service, home: Home, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    url, _, store = service
+    lid, key, _ = _activated(url, store, home, tmp_path)
+    ledger = Ledger.of(home)
+    ledger.append(RecordKind.USAGE, usage())
+    rc, out, err = cli("meter", "export", "-o", tmp_path / "usage.json", "--json")
+    assert rc == 0, err
+    for expected in (False, True):  # the same export twice: stored once
+        rc, out, err = cli(
+            "meter", "sync", tmp_path / "usage.json", "--server", url, "--key", key, "--json"
+        )
+        assert rc == 0, err
+        assert json.loads(out)["duplicate"] is expected
+    assert store.usage_count(lid) == 1
+    acks = [r for r in ledger.records() if r.kind is RecordKind.VENDOR_ACK]
+    assert len(acks) == 2 and acks[0].body["receipt"] == acks[1].body["receipt"]
+    # without a file: a new export since the last, sent
+    rc, out, err = cli("meter", "sync", "--server", url, "--key", key)
+    assert rc == 0 and "sent records 2.." in out, err
+    assert store.usage_count(lid) == 2
+    rc, _, err = cli("meter", "sync", "--server", url, "--key", "lk_wrong")
+    assert rc == 3 and "refused (401)" in err

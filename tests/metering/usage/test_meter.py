@@ -136,3 +136,17 @@ def test_more_devices_than_the_license_allows_is_recorded_not_refused(
     ran = lines[str(mine["artifact"])]
     assert ran["over_entitlement_hours"] == ran["device_hours"] != "0"
     assert lines[ARTIFACT]["over_entitlement_hours"] == "0"  # the other device was within it
+
+
+def test_an_inference_session_is_metered_and_close_flushes(
+    gemm_artifact, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    path, _, feeds = gemm_artifact
+    home = Home(tmp_path / "home")
+    monkeypatch.setenv("LUMINAL_HOME", str(home.root))
+    sess = luminal.InferenceSession(str(path), trust_unsigned=True)
+    for _ in range(3):
+        sess.run(None, feeds)
+    assert not home.ledger.exists()
+    sess.close()
+    assert [b["calls"] for b in _usage(home)] == [3]
