@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from luminal.errors import LicenseError, LuminalError
+from luminal.errors import LuminalError
 from luminal.licensing.home import Home
 from luminal.metering.ledger.records import RecordKind
 from luminal.metering.ledger.store import Ledger, backwards
@@ -161,7 +161,7 @@ def license_state(raw: bytes, digest: str, home: Home) -> _License:
 
     try:
         status = check(None, home=home)
-    except LicenseError as err:
+    except LuminalError as err:  # any refusal: usage is still recorded, without terms
         log.warning("usage is recorded without license terms: %s", err)
         return _License(digest, None, "", None)
     body = {"license": json.loads(raw), "sha256": digest}
