@@ -2,10 +2,9 @@
 
 A license allows `entitlements.devices` devices.  Each usage record names its device; a
 flush counts the distinct devices in this install's usage records of the last `WINDOW`
-(and its own).  Over the count, inference goes on (licensing never stops it): the record
-says `over_entitlement: true` and a warning names the count.  As with expiry, the
-license's `grace_days` apply: within them of the first over-entitlement record it is a
-warning; after, the fee statement lists the hours as beyond grace.
+(and its own).  Over the count, inference goes on (licensing never stops it, as the license docs say of
+expiry): the record says `over_entitlement: true`, a warning names the count, and the fee
+statement lists the over-entitlement device-hours per artifact.
 """
 
 from __future__ import annotations
