@@ -18,6 +18,7 @@ from luminal.cli import bench, bundle, devices, doctor, inspect, profile, run
 from luminal.cli import compile as compile_command
 from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
+from luminal.cli.meter import meter_app
 from luminal.cli.report import report_app
 from luminal.cli.tune_db import tune_db_app
 from luminal.errors import EXIT_CODES, LuminalError
@@ -123,6 +124,9 @@ app.command("doctor")(doctor.doctor_cmd)
 app.command("bundle")(bundle.bundle_cmd)
 app.add_typer(license_app, name="license", help="Licenses: status, activation, entitlement checks.")
 app.add_typer(report_app, name="report", help="Signed benchmark reports: show, verify.")
+app.add_typer(
+    meter_app, name="meter", help="The usage ledger: fee statement, verify, export, sync."
+)
 app.add_typer(
     artifact_key_app,
     name="artifact-key",

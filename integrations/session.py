@@ -11,7 +11,7 @@ list of numpy arrays in the order asked for (all outputs for None).  A model fil
 compiled on the fly, into a private temporary folder (`cache_dir` keeps the artifact);
 an `.lmnl` artifact is verified and loaded as `luminal.load` does.  Symbolic input dims are
 bound with `dims={"batch": 8}` (ONNX Runtime binds them per call; luminal compiles static
-shapes).  Compiling a model needs a license entitling `compile` (the check is
+shapes).  Runs are metered as `luminal.load`'s are; `close()` flushes the usage now.  Compiling a model needs a license entitling `compile` (the check is
 `compile_model`'s, so the refusal is the CLI's LicenseError); loading an artifact does not.
 """
 
@@ -173,6 +173,10 @@ class InferenceSession:
     @property
     def model_path(self) -> str:
         return self._model_path
+
+    def close(self) -> None:
+        """Flush this session's usage to the ledger (`Session.close`); also on exit."""
+        self._session.close()
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{a.name}: {a.type} {a.shape}" for a in self.get_inputs())

@@ -30,6 +30,7 @@ LICENSE_TYPE = "application/vnd.luminal.license+json"
 REQUEST_TYPE = "application/vnd.luminal.activation-request+json"
 USAGE_TYPE = "application/vnd.luminal.usage+json"
 UPLOAD_TYPE = "application/vnd.luminal.usage-upload+json"
+CHECKPOINT_TYPE = "application/vnd.luminal.ledger-checkpoint+json"
 REPORT_TYPE = "application/vnd.in-toto+json"
 
 

@@ -8,6 +8,7 @@
     clock.json           the last time this install has seen (rollback detection)
     trusted-keys.json    keys trusted by explicit local setting (evaluation, NOT production)
                          and local revocations
+    ledger/              the usage ledger (`luminal.metering.ledger`): appended, never rewritten
 
 Every write goes to a temporary file in the same folder and is renamed over the target,
 so a crash leaves the old file or the new one, never half of one.
@@ -59,6 +60,10 @@ class Home:
     @property
     def trusted_keys(self) -> Path:
         return self.root / "trusted-keys.json"
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger"
 
     def ensure(self) -> Path:
         """Create the folder (0700) if needed and return it."""

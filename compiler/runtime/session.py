@@ -11,13 +11,22 @@ unforeseen failure while loading or running is one line, never a traceback.
 
 Sessions are safe to use from many threads (the CPU takes an arena per call from a
 pool; the Triton backends serialize runs on their static buffers).
+
+Every Session is metered (`metering.usage`): `run` adds its call and busy time to an
+in-memory counter (no I/O), which a background `Meter` flushes to this install's ledger
+every minute, at exit, on `close()` (or `with luminal.load(...) as s:`) and when the
+Session is collected.  `meter=None` turns it off (benchmark baselines, the bench itself).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
 
 import numpy as np
 
@@ -33,10 +42,23 @@ from luminal.errors import (
     UsageError,
     one_line,
 )
+from luminal.metering.usage.counter import UsageCounter
+from luminal.metering.usage.meter import Meter, MeterConfig
+
+_perf_ns = time.perf_counter_ns
+#: How `load` meters by default: flushed every minute to `$LUMINAL_HOME/ledger`.
+METERED = MeterConfig()
 
 
 class Session:
-    def __init__(self, path: Path, manifest: Manifest, exe: Executable, backend: Backend) -> None:
+    def __init__(
+        self,
+        path: Path,
+        manifest: Manifest,
+        exe: Executable,
+        backend: Backend,
+        meter: Meter | None = None,
+    ) -> None:
         self.path = path
         self.manifest = manifest
         self.backend = backend
@@ -44,10 +66,16 @@ class Session:
         self.inputs = manifest.inputs
         self.outputs = manifest.outputs
         self._run = exe.run
+        self.meter = meter
+        self._counter = meter.counter if meter is not None else None
+        if meter is not None:
+            weakref.finalize(self, meter.close)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        counter = self._counter
+        t0 = _perf_ns()
         try:
-            return self._run(inputs)
+            out = self._run(inputs)
         except LuminalError:
             raise
         except Exception as err:
@@ -55,6 +83,25 @@ class Session:
             raise CompilerError(
                 f"{self.path}: the '{self.backend.name}' backend failed while running: {one_line(err)}"
             ) from None
+        if counter is not None:
+            counter.add(_perf_ns() - t0)
+        return out
+
+    def close(self) -> None:
+        """Flush this Session's usage to the ledger and stop its meter (idempotent)."""
+        if self.meter is not None:
+            self.meter.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def load(
@@ -62,18 +109,37 @@ def load(
     registry: Registry | None = None,
     *,
     trust_unsigned: bool = False,
+    meter: MeterConfig | None = METERED,
 ) -> Session:
     """Verify and load a `.lmnl` artifact for the backend that built it.
 
     `trust_unsigned=True` also loads an artifact that is unsigned or signed by a key this
     install does not trust (`luminal artifact-key`); its hashes, bounds and interface are
     still checked, but its code is the builder's: pass it only for artifacts you vouch for.
+    `meter` sets how usage is flushed to the ledger (None: not metered).
     """
     file = Path(path)
-    return open_artifact(file, read_artifact(file, trust_unsigned=trust_unsigned), registry)
+    return open_artifact(
+        file, read_artifact(file, trust_unsigned=trust_unsigned), registry, meter=meter
+    )
 
 
-def open_artifact(file: Path, art: Artifact, registry: Registry | None = None) -> Session:
+def artifact_id(file: Path) -> str:
+    """How the ledger and reports name an artifact: the SHA-256 of its file."""
+    digest = hashlib.sha256()
+    with file.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def open_artifact(
+    file: Path,
+    art: Artifact,
+    registry: Registry | None = None,
+    *,
+    meter: MeterConfig | None = None,
+) -> Session:
     """A Session on verified artifact contents (`file` names it in messages)."""
     name, kind = art.manifest.backend, art.manifest.kind
     try:
@@ -92,4 +158,7 @@ def open_artifact(file: Path, art: Artifact, registry: Registry | None = None) -
         raise ArtifactIncompatible(
             f"{file}: the '{name}' backend cannot load it here: {one_line(err)}"
         ) from None
-    return Session(file, art.manifest, exe, backend)
+    metered = None
+    if meter is not None:
+        metered = Meter(artifact_id(file), kind, UsageCounter(), meter)
+    return Session(file, art.manifest, exe, backend, metered)

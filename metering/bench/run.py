@@ -104,7 +104,7 @@ def run_bench(
     conditions = environment.apply(req.threads, req.cpus)
     load_start = environment.load_average()
     artifact, model = _artifact_and_model(req, progress)
-    session = luminal.load(artifact, trust_unsigned=req.trust_unsigned)
+    session = luminal.load(artifact, trust_unsigned=req.trust_unsigned, meter=None)
     options_file = read_options_file(req.baseline_options) if req.baseline_options else None
     config = options_file.config if options_file else {}
     baseline, runner = open_baseline(
@@ -329,7 +329,7 @@ def _throughput(
         return Skipped("throughput", f"the throughput batch is the latency batch ({base})"), []
     out = (req.work_dir or Path(".")) / f"{model.stem}.b{batch}.lmnl"
     _compile(model, out, {**req.dims, dim: batch}, progress)
-    big = luminal.load(out)
+    big = luminal.load(out, meter=None)
     sets_b = inputs.rebatch(sets, big.inputs)
     return Scenario("throughput", batch, runner, big.run, sets_b), [out]
 

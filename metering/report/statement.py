@@ -60,10 +60,17 @@ def sign(statement: Mapping[str, Any], identity: InstallIdentity) -> dsse.Envelo
 
 
 def sign_and_write(run: BenchRun, path: Path, home: Home | None = None) -> dict[str, Any]:
-    """Build, sign with this install's key and write the report; returns the Statement."""
-    identity = load_or_create(home or Home.resolve())
+    """Build, sign with this install's key and write the report, and register it in this
+    install's usage ledger (what the artifact's usage is billed on); returns the Statement."""
+    from luminal.metering.ledger import Ledger
+    from luminal.metering.usage.register import register_report
+
+    home = home or Home.resolve()
+    identity = load_or_create(home)
     statement = build(run, identity)
-    write(path, sign(statement, identity))
+    envelope = sign(statement, identity)
+    write(path, envelope)
+    register_report(Ledger.of(home), statement, envelope.dumps())
     return statement
 
 

@@ -25,7 +25,8 @@ from tests.helpers.licensing_helpers import Vendor, make_terms, other_identity
 def client(vendor: Vendor, tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str]]]:
     store = Store(tmp_path / "vendor.db").init()
     key = store.add_licensee("acme", "ACME", make_terms().to_json(), 2, to_iso(utcnow()))
-    app = create_app(store, vendor.signer, ServiceConfig())  # 64 KiB bodies, depth 32
+    # 64 KiB bodies (usage uploads: 256 KiB here, 32 MiB by default), depth 32
+    app = create_app(store, vendor.signer, ServiceConfig(max_usage_body=256 * 1024))
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c, {"Authorization": f"Bearer {key}"}
 
@@ -68,12 +69,14 @@ def test_bodies_over_the_limit_are_413_declared_or_streamed(client) -> None:  # 
     resp = c.post("/v1/activate", content=big, headers=auth)
     assert resp.status_code == 413 and resp.json()["error"] == f"body over {limit} bytes"
 
+    usage_limit = 256 * 1024  # a usage upload carries ledger records: its own, larger limit
+
     def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
-        for _ in range(limit // 1024 + 2):
+        for _ in range(usage_limit // 1024 + 2):
             yield b" " * 1024
 
     resp = c.post("/v1/usage", content=chunks(), headers=auth)
-    assert resp.status_code == 413 and resp.json()["error"] == f"body over {limit} bytes"
+    assert resp.status_code == 413 and resp.json()["error"] == f"body over {usage_limit} bytes"
 
 
 def test_malformed_envelopes_are_400_not_500(client) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
@@ -18,8 +18,11 @@ from luminal.licensing.home import Home
 from luminal.licensing.identity import InstallIdentity, load_or_create
 from luminal.licensing.request import make_request
 from luminal.licensing.timeutil import to_iso, utcnow
+from luminal.metering.ledger import Ledger, RecordKind
+from luminal.metering.ledger.export import make_export, sign_export
 from luminal_vendor.app import ServiceConfig, create_app
 from luminal_vendor.storage import Store
+from tests.helpers.ledger_helpers import usage
 from tests.helpers.licensing_helpers import Vendor, make_terms, other_identity, vendor_server
 
 MAX_BODY = 8 * 1024
@@ -112,23 +115,19 @@ ARTIFACT = "sha256:" + "ab" * 32
 OTHER_ARTIFACT = "sha256:" + "cd" * 32
 
 
-def _export(
-    me: InstallIdentity,
-    *records: tuple[str, object],
-    keyid: str | None = None,
-    created: datetime | None = None,
-) -> dsse.Envelope:
-    """A usage export as `usage.py` defines it: running totals per artifact."""
-    payload = {
-        "version": 1,
-        "install_keyid": keyid or me.keyid,
-        "created_at": to_iso(created or utcnow()),
-        "records": [{"artifact": a, "device_hours": h} for a, h in records],
-    }
-    return me.sign(dsse.USAGE_TYPE, json.dumps(payload).encode())
+class _Site:
+    """An install's ledger and the exports it makes (`luminal meter export`)."""
+
+    def __init__(self, me: InstallIdentity, folder: Path) -> None:
+        self.me = me
+        self.ledger = Ledger(folder, durable=False)
+
+    def export(self, *usages: dict[str, object]) -> dsse.Envelope:
+        self.ledger.append_many([(RecordKind.USAGE, u) for u in usages])
+        return make_export(self.ledger, self.me)[0]
 
 
-def _activated(url: str, store: Store, home: Home) -> tuple[str, str, InstallIdentity]:
+def _activated(url: str, store: Store, home: Home, tmp_path: Path) -> tuple[str, str, _Site]:
     """(licensee id, API key, this install activated for it), ARTIFACT registered."""
     key = _licensee(store)
     lid = store.licensee_for_key(key).id  # type: ignore[union-attr]
@@ -136,98 +135,97 @@ def _activated(url: str, store: Store, home: Home) -> tuple[str, str, InstallIde
     me = load_or_create(home)
     resp = _post(url, "/v1/activate", key, {"request": make_request(me).to_json()})
     assert resp.status_code == 200, resp.text
-    return lid, key, me
+    return lid, key, _Site(me, tmp_path / "ledger")
 
 
-def test_usage_upload(service, home: Home) -> None:
+def test_usage_upload(service, home: Home, tmp_path: Path) -> None:
     url, _, store = service
-    lid, key, me = _activated(url, store, home)
-    export = _export(me, (ARTIFACT, "12.5"))
-    result = activation.upload_usage(url, key, export, me)
+    lid, key, site = _activated(url, store, home, tmp_path)
+    me = site.me
+    result = activation.upload_usage(url, key, site.export(usage()), me)
     assert result["accepted"] is True and result["duplicate"] is False
     assert store.usage_count(lid) == 1
+    assert [r.seq for r in store.ledger(me.keyid)] == [0]
     # an install that never activated for this licensee
+    stranger = other_identity()
     with pytest.raises(ActivationError, match=r"refused \(403\): install .* is not activated"):
-        activation.upload_usage(
-            url, key, _export(other_identity(), (ARTIFACT, "1")), other_identity()
-        )
+        activation.upload_usage(url, key, _Site(stranger, tmp_path / "s").export(usage()), stranger)
     # a usage export signed by someone else inside a genuine upload
-    stranger = other_identity().sign(dsse.USAGE_TYPE, b"{}")
+    foreign = other_identity().sign(dsse.USAGE_TYPE, b"{}")
     with pytest.raises(
         ActivationError, match=r"refused \(400\): upload rejected: signed by unknown key"
     ):
-        activation.upload_usage(url, key, stranger, me)
+        activation.upload_usage(url, key, foreign, me)
     assert store.usage_count(lid) == 1
 
 
-def test_the_same_export_rewrapped_is_stored_once(service, home: Home) -> None:
+def test_the_same_export_rewrapped_is_stored_once(service, home: Home, tmp_path: Path) -> None:
     url, _, store = service
-    lid, key, me = _activated(url, store, home)
-    export = _export(me, (ARTIFACT, "3"))
-    first = activation.upload_usage(url, key, export, me)
-    again = activation.upload_usage(url, key, export, me)  # a new upload: fresh nonce, time
+    lid, key, site = _activated(url, store, home, tmp_path)
+    export = site.export(usage(calls=3))
+    first = activation.upload_usage(url, key, export, site.me)
+    again = activation.upload_usage(url, key, export, site.me)  # a new upload: fresh nonce, time
     assert (again["id"], again["duplicate"]) == (first["id"], True)
     assert store.usage_count(lid) == 1
-    a_day_on = _export(me, (ARTIFACT, "3"), created=utcnow() + timedelta(days=1))
-    later = activation.upload_usage(url, key, a_day_on, me)
-    assert later["duplicate"] is False and store.usage_count(lid) == 2  # equal total: allowed
+    later = activation.upload_usage(url, key, site.export(usage(calls=4)), site.me)
+    assert later["duplicate"] is False and store.usage_count(lid) == 2
+    assert [r.seq for r in store.ledger(site.me.keyid)] == [0, 1, 2]  # usage, export-made, usage
 
 
 @pytest.mark.parametrize(
-    ("payload", "message"),
+    ("payload", "status", "message"),
     [
-        (b"hello", "usage export is not JSON"),
-        (b'"hello"', "usage export must be a JSON object, got str"),
-        (b'{"device_hours": "12.5"}', "usage export: missing created_at, install_keyid"),
-        (None, "records[0].device_hours '-1000000' must be between 0 and"),
-        ("NaN", "records[0].device_hours 'NaN' must be between 0 and"),
-        (1.5, "records[0].device_hours must be a decimal string"),
-        ("ten", "records[0].device_hours 'ten' is not a number"),
-        ("sha256:nothex", "records[0].artifact must be 'sha256:' and 64 lowercase hex"),
+        (b"hello", 400, "usage export is not JSON"),
+        (b'"hello"', 400, "usage export must be a JSON object"),
+        (b'{"version": 2}', 400, "usage export: missing checkpoint, consistency, created_at"),
+        (usage(busy_ns=-5), 409, "rejected (chain): record 0 (usage): busy_ns -5 is negative"),
+        (usage(calls=10**15), 409, "rejected (chain): record 0 (usage): calls 1000000000000000"),
+        (usage(artifact="sha256:" + "0" * 63), 409, "artifact must be 'sha256:' and 64 hex"),
     ],
 )
-def test_usage_that_breaks_the_schema_is_refused(
-    service, home: Home, payload: object, message: str
+def test_usage_that_breaks_the_schema_or_the_chain_is_refused(
+    service, home: Home, tmp_path: Path, payload: object, status: int, message: str
 ) -> None:
     url, _, store = service
-    lid, key, me = _activated(url, store, home)
+    lid, key, site = _activated(url, store, home, tmp_path)
     if isinstance(payload, bytes):
-        export = me.sign(dsse.USAGE_TYPE, payload)
-    elif payload is None:
-        export = _export(me, (ARTIFACT, "-1000000"))
-    elif isinstance(payload, str) and payload.startswith("sha256:"):
-        export = _export(me, (payload, "1"))
-    else:
-        export = _export(me, (ARTIFACT, payload))
-    with pytest.raises(ActivationError, match=r"refused \(400\): ") as err:
-        activation.upload_usage(url, key, export, me)
+        export = site.me.sign(dsse.USAGE_TYPE, payload)
+    else:  # a forged record, signed by the install itself (its key is on the customer's disk)
+        records = site.ledger.append_many([(RecordKind.USAGE, payload)])  # type: ignore[list-item]
+        export = sign_export(records, 0, site.me)
+    with pytest.raises(ActivationError, match=rf"refused \({status}\): ") as err:
+        activation.upload_usage(url, key, export, site.me)
     assert message in str(err.value)
     assert store.usage_count(lid) == 0
 
 
-def test_usage_must_name_known_artifacts_and_only_grow(service, home: Home) -> None:
+def test_usage_must_name_known_artifacts_and_continue_the_ledger(
+    service, home: Home, tmp_path: Path
+) -> None:
     url, _, store = service
-    lid, key, me = _activated(url, store, home)
+    lid, key, site = _activated(url, store, home, tmp_path)
+    me = site.me
     with pytest.raises(ActivationError, match=f"artifact\\(s\\) unknown to licensee {lid}"):
-        activation.upload_usage(url, key, _export(me, (OTHER_ARTIFACT, "1")), me)
-    assert activation.upload_usage(url, key, _export(me, (ARTIFACT, "10")), me)["accepted"]
-    with pytest.raises(ActivationError, match=f"for {ARTIFACT} went down from 10 to 4"):
-        activation.upload_usage(url, key, _export(me, (ARTIFACT, "4")), me)
+        activation.upload_usage(url, key, site.export(usage(artifact=OTHER_ARTIFACT)), me)
     store.add_artifact(lid, OTHER_ARTIFACT, "other.lmnl", to_iso(utcnow()))
-    both = _export(me, (ARTIFACT, "10.25"), (OTHER_ARTIFACT, "0"))
-    assert activation.upload_usage(url, key, both, me)["duplicate"] is False
+    replay = make_export(site.ledger, me, 0)[0]  # the refused records, exported again
+    assert activation.upload_usage(url, key, replay, me)["accepted"]
+    skipped = site.export(usage())  # never sent
+    with pytest.raises(ActivationError, match=r"refused \(409\): usage export rejected \(gap\)"):
+        activation.upload_usage(url, key, site.export(usage()), me)
+    assert activation.upload_usage(url, key, skipped, me)["accepted"]
     assert store.usage_count(lid) == 2
-    # totals are per install: another install of the licensee starts from zero
+    # ledgers are per install: another install of the licensee starts from zero
     other = other_identity()
     assert (
         _post(url, "/v1/activate", key, {"request": make_request(other).to_json()}).status_code
         == 200
     )
-    assert activation.upload_usage(url, key, _export(other, (ARTIFACT, "1")), other)["accepted"]
+    assert activation.upload_usage(url, key, _Site(other, tmp_path / "o").export(usage()), other)
     # an install's export that claims to be another install's is refused
-    claims_me = _export(other, (ARTIFACT, "11"), keyid=me.keyid)
-    with pytest.raises(ActivationError, match=f"usage export is for install {me.keyid}, not"):
-        activation.upload_usage(url, key, claims_me, other)
+    claims_me = _Site(other, tmp_path / "p").export(usage())
+    with pytest.raises(ActivationError, match=r"refused \(400\): upload rejected: signed by"):
+        activation.upload_usage(url, key, claims_me, me)
 
 
 def test_rate_limit_per_licensee(vendor: Vendor, tmp_path: Path, home: Home) -> None:
@@ -307,3 +305,29 @@ def test_client_accepts_a_license_after_a_retry(home: Home, vendor: Vendor) -> N
 def test_plain_http_only_to_loopback(cli) -> None:
     rc, _, err = cli("license", "activate", "--server", "http://license.example.com", "--key", "k")
     assert rc == 2 and "plain http is allowed only to localhost" in err
+
+
+def test_meter_sync_uploads_once_and_records_the_answer(
+    cli, service, home: Home, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    url, _, store = service
+    lid, key, _ = _activated(url, store, home, tmp_path)
+    ledger = Ledger.of(home)
+    ledger.append(RecordKind.USAGE, usage())
+    rc, out, err = cli("meter", "export", "-o", tmp_path / "usage.json", "--json")
+    assert rc == 0, err
+    for expected in (False, True):  # the same export twice: stored once
+        rc, out, err = cli(
+            "meter", "sync", tmp_path / "usage.json", "--server", url, "--key", key, "--json"
+        )
+        assert rc == 0, err
+        assert json.loads(out)["duplicate"] is expected
+    assert store.usage_count(lid) == 1
+    acks = [r for r in ledger.records() if r.kind is RecordKind.VENDOR_ACK]
+    assert len(acks) == 2 and acks[0].body["receipt"] == acks[1].body["receipt"]
+    # without a file: a new export since the last, sent
+    rc, out, err = cli("meter", "sync", "--server", url, "--key", key)
+    assert rc == 0 and "sent records 1..3" in out, err  # export-made and both acks
+    assert store.usage_count(lid) == 2
+    rc, _, err = cli("meter", "sync", "--server", url, "--key", "lk_wrong")
+    assert rc == 3 and "refused (401)" in err

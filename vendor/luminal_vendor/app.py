@@ -11,8 +11,9 @@ or per client address for an unknown key) and licensee key (401); then for a wel
 signed body (400: JSON nested deeper than `max_depth`, in the body or in a signed payload,
 is refused before it is parsed), replay (409: the signed timestamp must be inside the
 window and the nonce unseen) and the licensee's limits (403: too many installs, install
-not activated).  A usage export must match the schema in `usage.py` and the totals on
-record (400), and is stored once however often it is re-wrapped.  Errors are JSON
+not activated).  A usage export must be well formed and signed (400) and continue the
+install's accepted ledger (409: a gap, a fork, a broken chain, an unregistered artifact;
+`usage.py`), and is stored once however often it is re-wrapped.  Errors are JSON
 `{"error": "..."}`.  Rate buckets live in the app instance (one process); install counts
 and usage totals live in the store, decided in one transaction each (`storage.py`).
 """
@@ -35,14 +36,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from luminal.errors import IntegrityError, LuminalError
-from luminal.licensing import dsse
-from luminal.licensing.keys import decode_public
+from luminal.licensing import dsse, keys
+from luminal.licensing.chain import with_certificates
+from luminal.licensing.keys import Keyring, decode_public
 from luminal.licensing.request import read_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
 from luminal_vendor.bodies import MAX_DEPTH, BodyRejected, Limits, loads
 from luminal_vendor.issuer import Signer, Terms, bind_to, issue
 from luminal_vendor.storage import Activation, LicenseeRecord, Store
-from luminal_vendor.usage import UsageRejected, parse_export
+from luminal_vendor.usage import LedgerRejected, UsageRejected, check_licenses, parse_export
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,16 @@ class ServiceConfig:
     rate_per_minute: int = 60
     replay_window: timedelta = timedelta(minutes=5)
     max_depth: int = MAX_DEPTH
+    #: A usage upload carries a period's ledger records (a month: tens of thousands).
+    max_usage_body: int = 32 * 2**20
 
     @property
     def limits(self) -> Limits:
         return Limits(self.max_body, self.max_depth)
+
+    @property
+    def usage_limits(self) -> Limits:
+        return Limits(self.max_usage_body, self.max_depth)
 
 
 class RateLimiter:
@@ -80,6 +88,11 @@ class RateLimiter:
             return (1 - tokens) / self.refill
 
 
+def vendor_roots() -> Keyring:
+    """The keys a license in a usage record must chain to: the release roots only."""
+    return with_certificates(keys.shipped_keyring(), ())
+
+
 def _fail(status: int, message: str, headers: dict[str, str] | None = None) -> HTTPException:
     return HTTPException(status_code=status, detail=message, headers=headers)
 
@@ -94,10 +107,10 @@ def create_app(
     limiter = RateLimiter(config.rate_per_minute)
     seen = [0]  # requests since the last prune of old nonces
 
-    async def authenticate(request: Request) -> LicenseeRecord:
+    async def authenticate(request: Request, max_body: int = config.max_body) -> LicenseeRecord:
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > config.max_body:
-            raise _fail(413, f"body over {config.max_body} bytes")
+        if length.isdigit() and int(length) > max_body:
+            raise _fail(413, f"body over {max_body} bytes")
         auth = request.headers.get("authorization", "")
         scheme, _, key = auth.partition(" ")
         record = None
@@ -111,31 +124,31 @@ def create_app(
             raise _fail(401, "unknown licensee: missing or invalid API key")
         return record
 
-    async def read_json(request: Request) -> dict[str, Any]:
+    async def read_json(request: Request, limits: Limits = config.limits) -> dict[str, Any]:
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
-            if len(body) > config.max_body:
-                raise _fail(413, f"body over {config.max_body} bytes")
-        data = parse(bytes(body), "body")
+            if len(body) > limits.max_bytes:
+                raise _fail(413, f"body over {limits.max_bytes} bytes")
+        data = parse(bytes(body), "body", limits)
         if not isinstance(data, dict):
             raise _fail(400, "body must be a JSON object")
         return data
 
-    def parse(data: bytes, what: str) -> object:
+    def parse(data: bytes, what: str, limits: Limits = config.limits) -> object:
         try:
-            return loads(data, config.limits, what)
+            return loads(data, limits, what)
         except BodyRejected as err:
             raise _fail(err.status, err.message) from None
 
-    def envelope(data: object, what: str) -> dsse.Envelope:
+    def envelope(data: object, what: str, limits: Limits = config.limits) -> dsse.Envelope:
         """A signed envelope from the body whose payload is JSON within the limits (so
         that parsing it later cannot recurse without bound)."""
         try:
             env = dsse.Envelope.from_json(data)
         except LuminalError as err:
             raise _fail(400, f"{what}: {err}") from None
-        parse(env.payload, f"{what} payload")
+        parse(env.payload, f"{what} payload", limits)
         return env
 
     async def fresh(licensee: LicenseeRecord, nonce: str, created_at: datetime) -> datetime:
@@ -184,9 +197,9 @@ def create_app(
         return JSONResponse({"license": license_env.to_json(), "license_id": claims.license_id})
 
     async def usage(request: Request) -> Response:
-        licensee = await authenticate(request)
-        body = await read_json(request)
-        upload = envelope(body.get("upload"), "usage upload")
+        licensee = await authenticate(request, config.max_usage_body)
+        body = await read_json(request, config.usage_limits)
+        upload = envelope(body.get("upload"), "usage upload", config.usage_limits)
         try:
             if upload.payload_type != dsse.UPLOAD_TYPE:
                 raise IntegrityError(f"payload type {upload.payload_type!r} is not a usage upload")
@@ -201,7 +214,8 @@ def create_app(
         pub = await run_in_threadpool(store.install_public_key, licensee.id, keyid)
         if pub is None:
             raise _fail(403, f"install {keyid} is not activated for licensee {licensee.id}")
-        key = {keyid: decode_public(pub)}
+        public = decode_public(pub)
+        key = {keyid: public}
         try:
             dsse.verify(upload, key)
             export = dsse.Envelope.from_json(payload.get("export"))
@@ -213,13 +227,12 @@ def create_app(
         if not nonce:
             raise _fail(400, "upload has no nonce")
         try:
-            records = parse_export(export, config.limits)
+            records = parse_export(export, config.usage_limits, public)
         except UsageRejected as err:
             raise _fail(400, str(err)) from None
-        if records.install_keyid != keyid:
-            raise _fail(400, f"usage export is for install {records.install_keyid}, not {keyid}")
         t = await fresh(licensee, nonce, created)
         try:
+            check_licenses(records, vendor_roots(), keyid)
             receipt = await run_in_threadpool(
                 store.record_usage,
                 licensee.id,
@@ -228,8 +241,8 @@ def create_app(
                 records,
                 json.dumps(export.to_json()),
             )
-        except UsageRejected as err:
-            raise _fail(400, str(err)) from None
+        except LedgerRejected as err:
+            raise _fail(409, str(err)) from None
         return JSONResponse({"accepted": True, "id": receipt.id, "duplicate": receipt.duplicate})
 
     async def health(request: Request) -> Response:

@@ -7,6 +7,8 @@
     luminal-vendor activate request.json -k keys/vendor-2025.key --terms acme.json -o license.json
     luminal-vendor verify-report report.json --license license.json
     luminal-vendor audit report.json --license license.json --artifact m.lmnl --model m.onnx
+    luminal-vendor ingest-usage usage.json --license license.json --db sqlite:///vendor.db
+    luminal-vendor invoice --period 2026-11 --licensee acme --db sqlite:///vendor.db
     luminal-vendor licensee add acme --terms acme.json --max-installs 4 --db sqlite:///vendor.db
     luminal-vendor serve -k keys/vendor-2025.key --db sqlite:///vendor.db --port 8443
     luminal-vendor clock-reset reset-request.json -k keys/vendor-2025.key -o token.json
@@ -53,6 +55,7 @@ from luminal.licensing.pricing import to_decimal
 from luminal.licensing.request import load_request
 from luminal.licensing.timeutil import from_iso, to_iso, utcnow
 from luminal_vendor.artifact_cli import artifact_app
+from luminal_vendor.billing_cli import ingest_usage_cmd, invoice_cmd
 from luminal_vendor.issuer import (
     Signer,
     Terms,
@@ -335,6 +338,8 @@ def activate_cmd(
 
 app.command("verify-report")(verify_report_cmd)
 app.command("verify-usage")(verify_usage_cmd)
+app.command("ingest-usage")(ingest_usage_cmd)
+app.command("invoice")(invoice_cmd)
 app.command("audit")(audit_cmd)
 
 

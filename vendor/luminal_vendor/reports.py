@@ -5,7 +5,8 @@
                                         roots (and `--trust-key` evaluation keys): signature
                                         by the install L binds, payload type, terms against
                                         L, subjects, every number recomputed
-    verify-usage EXPORT --license L     a usage export signed by the install L binds
+    verify-usage EXPORT --license L     a usage export signed by the install L binds, whole
+                                        (records, checkpoint, proof)
     audit REPORT --license L --artifact A --model M [--inputs I]
                                         all of the above, then the same bench re-run here:
                                         exit 0 when the claimed speedup lies within the
@@ -24,18 +25,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from luminal.cli.report import print_verified
 from luminal.errors import IntegrityError
 from luminal.licensing import dsse, keys
 from luminal.licensing.chain import with_certificates
 from luminal.licensing.home import read_file
-from luminal.licensing.keys import Keyring, decode_public, key_id, read_public_key_file
+from luminal.licensing.keys import Keyring, decode_public, read_public_key_file
 from luminal.metering.report import Evidence, LicenseFile, Verified, verify
-from luminal.metering.report.evidence import check_license, signer_key
+from luminal.metering.report.evidence import CheckedLicense, check_license, signer_key
 from luminal_vendor.audit import audit
 from luminal_vendor.bodies import Limits
-from luminal_vendor.usage import UsageRejected, parse_export
+from luminal_vendor.usage import UsageExport, UsageRejected, parse_export
 
 ReportArg = Annotated[Path, typer.Argument(help="A signed report from `luminal bench`.")]
 LicenseOpt = Annotated[
@@ -111,6 +113,28 @@ def verify_report_cmd(
     print_verified(report, verified, as_json)
 
 
+def usage_key(
+    license_file: Path, install_key: str | None, trust_keys: list[Path] | None
+) -> tuple[CheckedLicense, Ed25519PublicKey]:
+    """The license (verified against the vendor's roots) and the install key that must
+    have signed a usage export under it (the bound install, or `--install-key`)."""
+    lic = check_license(
+        LicenseFile(
+            read_file(license_file, "license"), str(license_file), vendor_keyring(trust_keys)
+        )
+    )
+    key = decode_public(install_key, "--install-key") if install_key else None
+    return lic, signer_key(lic, {}, key)
+
+
+def read_usage(export: Path, key: Ed25519PublicKey) -> tuple[dsse.Envelope, UsageExport]:
+    envelope = dsse.Envelope.loads(read_file(export, "usage export"))
+    try:
+        return envelope, parse_export(envelope, Limits(max_bytes=64 * 2**20), key)
+    except UsageRejected as err:
+        raise IntegrityError(f"usage export {export}: {err}") from None
+
+
 def verify_usage_cmd(
     export: Annotated[Path, typer.Argument(help="A signed usage export from an install.")],
     license_file: LicenseOpt,
@@ -118,32 +142,28 @@ def verify_usage_cmd(
     trust_keys: TrustKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a usage export: signed by the install the license binds (exit 4 if not)."""
-    lic = check_license(
-        LicenseFile(
-            read_file(license_file, "license"), str(license_file), vendor_keyring(trust_keys)
-        )
-    )
-    key = decode_public(install_key, "--install-key") if install_key else None
-    envelope = dsse.Envelope.loads(read_file(export, "usage export"))
-    if envelope.payload_type != dsse.USAGE_TYPE:
-        raise IntegrityError(
-            f"usage export {export}: payload type {envelope.payload_type!r} is not a usage export"
-        )
-    try:
-        keyid = dsse.verify(envelope, {key_id(k): k for k in (signer_key(lic, {}, key),)})
-        parsed = parse_export(envelope, Limits(max_bytes=16 * 2**20))
-    except (IntegrityError, UsageRejected) as err:
-        raise IntegrityError(f"usage export {export}: {err}") from None
-    if parsed.install_keyid != keyid:
-        raise IntegrityError(
-            f"usage export {export}: names install {parsed.install_keyid}, signed by {keyid}"
-        )
-    records = {r.artifact: str(r.device_hours) for r in parsed.records}
+    """Check a usage export alone: signed by the bound install, whole (exit 4 if not).
+
+    Its records in sequence, its checkpoint and consistency proof; `ingest-usage` also
+    checks that it continues what was accepted before."""
+    _, key = usage_key(license_file, install_key, trust_keys)
+    _, parsed = read_usage(export, key)
+    info = {
+        "ok": True,
+        "keyid": parsed.install_keyid,
+        "from": parsed.since_size,
+        "tree_size": parsed.checkpoint.tree_size,
+        "root": parsed.checkpoint.root,
+        "records": len(parsed.records),
+        "digest": parsed.digest,
+    }
     if as_json:
-        typer.echo(json.dumps({"ok": True, "keyid": keyid, "records": records}, indent=2))
+        typer.echo(json.dumps(info, indent=2))
     else:
-        typer.echo(f"{export}: OK, usage export of install {keyid}, {len(records)} artifact(s)")
+        typer.echo(
+            f"{export}: OK, usage export of install {parsed.install_keyid}, records "
+            f"{parsed.since_size}..{parsed.checkpoint.tree_size - 1}"
+        )
 
 
 def audit_cmd(

@@ -11,6 +11,11 @@ than the last?) runs in one transaction that holds the licensee's lock (`_locked
 licensee's row on PostgreSQL, so simultaneous requests cannot both see room for one more.
 
 API keys are shown once when a licensee is added; only their SHA-256 is stored.
+
+Usage: every accepted ledger record is kept (`ledger_records`, by install and sequence
+number) with each accepted checkpoint (`ledger_checkpoints`), so the next export is
+checked against them (`usage.check_continues`) and the invoice is computed from them
+(`metering.usage.statement`), as the customer's `luminal meter show` is.
 """
 
 from __future__ import annotations
@@ -28,7 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from luminal.errors import UsageError
-from luminal_vendor.usage import UsageExport, UsageRejected
+from luminal.metering.ledger.records import Record, RecordKind, canonical, loads
+from luminal.metering.usage.statement import NS_PER_HOUR
+from luminal_vendor.usage import (
+    Held,
+    LedgerRejected,
+    Rejection,
+    UsageExport,
+    check_continues,
+    usage_artifacts,
+)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS licensees (
@@ -50,6 +64,13 @@ SCHEMA = (
         licensee_id TEXT NOT NULL, install_keyid TEXT NOT NULL, artifact TEXT NOT NULL,
         device_hours TEXT NOT NULL, updated_at TEXT NOT NULL,
         PRIMARY KEY (licensee_id, install_keyid, artifact))""",
+    """CREATE TABLE IF NOT EXISTS ledger_records (
+        licensee_id TEXT NOT NULL, install_keyid TEXT NOT NULL, seq INTEGER NOT NULL,
+        hash TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (install_keyid, seq))""",
+    """CREATE TABLE IF NOT EXISTS ledger_checkpoints (
+        licensee_id TEXT NOT NULL, install_keyid TEXT NOT NULL, tree_size INTEGER NOT NULL,
+        root TEXT NOT NULL, export_sha256 TEXT NOT NULL, accepted_at TEXT NOT NULL,
+        PRIMARY KEY (install_keyid, tree_size))""",
 )
 #: Run after SCHEMA (a database made before export digests gets the column first).
 INDEXES = (
@@ -281,8 +302,9 @@ class Store:
     def record_usage(
         self, licensee_id: str, install_keyid: str, now: str, export: UsageExport, raw: str
     ) -> UsageReceipt:
-        """Store a validated export once (by its digest), or UsageRejected when it names an
-        artifact the licensee has not registered or a total below the one on record."""
+        """Store a verified export once (by its digest; again: the first receipt, marked
+        duplicate) if it continues what this install had accepted, or LedgerRejected
+        (gap, fork, chain, an artifact the licensee has not registered)."""
         with self._locked(licensee_id) as (db, _):
             rows = db.execute(
                 "SELECT id FROM usage_uploads WHERE licensee_id = ? AND export_sha256 = ?",
@@ -290,33 +312,20 @@ class Store:
             ).fetchall()
             if rows:
                 return UsageReceipt(rows[0][0], duplicate=True)
+            check_continues(export, self._held(db, install_keyid))
             known = {
                 r[0]
                 for r in db.execute(
                     "SELECT digest FROM artifacts WHERE licensee_id = ?", (licensee_id,)
                 ).fetchall()
             }
-            unknown = [r.artifact for r in export.records if r.artifact not in known]
+            unknown = sorted(usage_artifacts(export.records) - known)
             if unknown:
-                raise UsageRejected(
-                    f"usage export names artifact(s) unknown to licensee {licensee_id}: "
-                    f"{', '.join(unknown)}"
+                raise LedgerRejected(
+                    Rejection.ARTIFACT,
+                    f"usage of artifact(s) unknown to licensee {licensee_id}: "
+                    f"{', '.join(unknown)} (`luminal-vendor artifact add`)",
                 )
-            totals = {
-                r[0]: Decimal(r[1])
-                for r in db.execute(
-                    "SELECT artifact, device_hours FROM usage_totals "
-                    "WHERE licensee_id = ? AND install_keyid = ?",
-                    (licensee_id, install_keyid),
-                ).fetchall()
-            }
-            for r in export.records:
-                before = totals.get(r.artifact)
-                if before is not None and r.device_hours < before:
-                    raise UsageRejected(
-                        f"usage export: device_hours for {r.artifact} went down from {before} "
-                        f"to {r.device_hours}; an install's totals only grow"
-                    )
             upload_id = str(uuid.uuid4())
             db.execute(
                 "INSERT INTO usage_uploads VALUES (?, ?, ?, ?, ?, ?)",
@@ -324,12 +333,73 @@ class Store:
             )
             for r in export.records:
                 db.execute(
-                    "INSERT INTO usage_totals VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (licensee_id, install_keyid, artifact) DO UPDATE "
-                    "SET device_hours = excluded.device_hours, updated_at = excluded.updated_at",
-                    (licensee_id, install_keyid, r.artifact, str(r.device_hours), now),
+                    "INSERT INTO ledger_records VALUES (?, ?, ?, ?, ?)",
+                    (licensee_id, install_keyid, r.seq, r.hash, canonical(r.to_json()).decode()),
                 )
+            cp = export.checkpoint
+            db.execute(
+                "INSERT INTO ledger_checkpoints VALUES (?, ?, ?, ?, ?, ?)",
+                (licensee_id, install_keyid, cp.tree_size, cp.root, export.digest, now),
+            )
+            self._add_totals(db, licensee_id, install_keyid, export.records, now)
         return UsageReceipt(upload_id, duplicate=False)
+
+    def _held(self, db: Any, install_keyid: str) -> Held:
+        rows = db.execute(
+            "SELECT hash, record FROM ledger_records WHERE install_keyid = ? ORDER BY seq",
+            (install_keyid,),
+        ).fetchall()
+        last = loads(rows[-1][1].encode()) if rows else None
+        return Held(tuple(r[0] for r in rows), last)
+
+    def _add_totals(
+        self, db: Any, licensee_id: str, install_keyid: str, records: tuple[Record, ...], now: str
+    ) -> None:
+        """Running device-hours per artifact (what `usage_totals` has always held)."""
+        added: dict[str, int] = {}
+        for r in records:
+            if r.kind is RecordKind.USAGE:
+                added[str(r.body["artifact"])] = added.get(str(r.body["artifact"]), 0) + int(
+                    r.body["busy_ns"]
+                )
+        for artifact, busy in added.items():
+            rows = db.execute(
+                "SELECT device_hours FROM usage_totals "
+                "WHERE licensee_id = ? AND install_keyid = ? AND artifact = ?",
+                (licensee_id, install_keyid, artifact),
+            ).fetchall()
+            total = (Decimal(rows[0][0]) if rows else Decimal(0)) + Decimal(busy) / NS_PER_HOUR
+            db.execute(
+                "INSERT INTO usage_totals VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (licensee_id, install_keyid, artifact) DO UPDATE "
+                "SET device_hours = excluded.device_hours, updated_at = excluded.updated_at",
+                (licensee_id, install_keyid, artifact, str(total), now),
+            )
+
+    def ledger(self, install_keyid: str) -> tuple[Record, ...]:
+        """Every accepted record of an install, in order."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT record FROM ledger_records WHERE install_keyid = ? ORDER BY seq",
+                (install_keyid,),
+            ).fetchall()
+        return tuple(loads(r[0].encode()) for r in rows)
+
+    def ledger_installs(self, licensee_id: str) -> list[str]:
+        """Installs of a licensee with accepted usage."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT DISTINCT install_keyid FROM ledger_checkpoints WHERE licensee_id = ? "
+                "ORDER BY install_keyid",
+                (licensee_id,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def licensee(self, licensee_id: str) -> bool:
+        with self._tx() as db:
+            return bool(
+                db.execute("SELECT 1 FROM licensees WHERE id = ?", (licensee_id,)).fetchall()
+            )
 
     def usage_count(self, licensee_id: str) -> int:
         with self._tx() as db:

@@ -1,130 +1,167 @@
-"""What a usage export must say before the service stores it, and what makes two the same.
+"""What a usage export must be before the vendor accepts it, and what it must continue.
 
-A usage export is a DSSE envelope (`application/vnd.luminal.usage+json`) signed by an
-activated install; an upload wraps it with a fresh nonce.  Its payload::
+A usage export (`luminal.metering.ledger.export`: DSSE `application/vnd.luminal.usage+json`,
+version 2) carries an install's new ledger records, a signed checkpoint and a consistency
+proof from the previous export's checkpoint.  `parse_export` checks it alone (size and
+depth first, as every body the service reads, then signatures, schema, sequence and proof:
+`UsageRejected`, HTTP 400).  `check_continues` checks it against what the vendor holds
+for that install, the last accepted checkpoint and its records (`LedgerRejected`):
 
-    {"version": 1,
-     "install_keyid": "<the install that signed it>",
-     "created_at": "2026-12-01T10:00:00Z",
-     "records": [{"artifact": "sha256:<64 hex>", "device_hours": "12.5"}, ...]}
+    REPLAY   the same export (by digest: the SHA-256 of its signed bytes) accepted before
+    GAP      it starts after the last accepted checkpoint: an export in between is missing
+    FORK     it starts before the last accepted checkpoint, or from a different root, or
+             its records do not hash to its checkpoint: a ledger restored from an old
+             copy, or rewritten
+    CHAIN    a record that breaks the chain (edited, out of sequence, clock set back,
+             negative or absurd values), named as `luminal meter verify` names it
+    LICENSE  a license-installed record whose license is not one the vendor signed for
+             this install
 
-`device_hours` is the install's running total for that artifact (a decimal string, as
-prices are): totals only grow, so an older export replayed later, or an edited one, is
-refused where the store compares it with what it holds (`Store.record_usage`, which also
-checks that each artifact is one the vendor registered for the licensee).  Two uploads are
-the same export when their exports' signed bytes are: `digest` is the SHA-256 of the DSSE
-pre-authentication encoding, so re-wrapping an export with a new nonce does not count it
-twice.
+Two uploads of one export are the same export: re-wrapping it with a new nonce does not
+count it twice.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from enum import Enum
 
-from luminal.errors import LuminalError, UsageError
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from luminal.errors import IntegrityError, LuminalError, UsageError
 from luminal.licensing import dsse
-from luminal.licensing.timeutil import from_iso
+from luminal.licensing.enforce import verify_license
+from luminal.licensing.keys import Keyring
+from luminal.metering.ledger import merkle
+from luminal.metering.ledger.export import (
+    ExportInvalid,
+    UsageExport,
+    export_digest,
+    read_export,
+)
+from luminal.metering.ledger.records import Record, RecordKind, canonical
+from luminal.metering.ledger.verify import Chain
 from luminal_vendor.bodies import BodyRejected, Limits, loads
-
-VERSION = 1
-#: An artifact is named by the SHA-256 of its `.lmnl` file, as benchmark reports name it.
-ARTIFACT = re.compile(r"sha256:[0-9a-f]{64}")
-MAX_RECORDS = 1000
-#: A century of one device, continuously: more than any real total, less than a typo.
-MAX_HOURS = Decimal(100 * 366 * 24)
-_FIELDS = {"version", "install_keyid", "created_at", "records"}
 
 
 class UsageRejected(UsageError):
-    """A usage export the service refuses (HTTP 400): malformed, or inconsistent with the
-    totals and artifacts on record."""
+    """A usage export the service refuses (HTTP 400): malformed, or badly signed."""
+
+
+class Rejection(Enum):
+    REPLAY = "replay"
+    GAP = "gap"
+    FORK = "fork"
+    CHAIN = "chain"
+    LICENSE = "license"
+    ARTIFACT = "unknown-artifact"
+
+
+class LedgerRejected(IntegrityError):
+    """An export that does not continue what the vendor accepted (exit 4, HTTP 409)."""
+
+    def __init__(self, reason: Rejection, message: str) -> None:
+        super().__init__(f"usage export rejected ({reason.value}): {message}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
-class UsageRecord:
-    artifact: str  # "sha256:<hex>"
-    device_hours: Decimal  # the running total for this install and artifact
+class Held:
+    """What the vendor holds for one install: every accepted record's hash, the last one."""
+
+    leaves: tuple[str, ...]
+    last: Record | None
+
+    @property
+    def size(self) -> int:
+        return len(self.leaves)
+
+    @property
+    def root(self) -> str:
+        return merkle.root(self.leaves)
 
 
-@dataclass(frozen=True)
-class UsageExport:
-    install_keyid: str
-    created_at: datetime
-    records: tuple[UsageRecord, ...]
-    digest: str  # identifies the export across uploads (not the upload's nonce)
-
-
-def export_digest(envelope: dsse.Envelope) -> str:
-    return hashlib.sha256(dsse.pae(envelope.payload_type, envelope.payload)).hexdigest()
-
-
-def parse_export(envelope: dsse.Envelope, limits: Limits) -> UsageExport:
-    """The export's records, or UsageRejected saying which field is wrong."""
+def parse_export(envelope: dsse.Envelope, limits: Limits, key: Ed25519PublicKey) -> UsageExport:
+    """The export checked alone, or UsageRejected saying which field is wrong."""
     try:
-        data = loads(envelope.payload, limits, "usage export")
+        loads(envelope.payload, limits, "usage export")
     except BodyRejected as err:
         raise UsageRejected(err.message) from None
-    if not isinstance(data, dict):
-        raise UsageRejected(f"usage export must be a JSON object, got {type(data).__name__}")
-    missing, extra = _FIELDS - data.keys(), data.keys() - _FIELDS
-    if missing or extra:
-        raise UsageRejected(
-            "usage export: "
-            + "; ".join(
-                part
-                for part in (
-                    f"missing {', '.join(sorted(missing))}" if missing else "",
-                    f"unknown field(s) {', '.join(sorted(extra))}" if extra else "",
-                )
-                if part
-            )
-        )
-    if data["version"] != VERSION or isinstance(data["version"], bool):
-        raise UsageRejected(f"usage export: version {data['version']!r} (this service reads 1)")
-    keyid = data["install_keyid"]
-    if not isinstance(keyid, str) or not keyid:
-        raise UsageRejected("usage export: install_keyid must be a non-empty string")
     try:
-        created = from_iso(data["created_at"], "created_at")
+        return read_export(envelope, key)
+    except ExportInvalid as err:
+        raise UsageRejected(str(err)) from None
     except LuminalError as err:
         raise UsageRejected(f"usage export: {err}") from None
-    records = data["records"]
-    if not isinstance(records, list) or not records or len(records) > MAX_RECORDS:
-        raise UsageRejected(f"usage export: records must be a list of 1 to {MAX_RECORDS} items")
-    parsed = tuple(_record(r, k) for k, r in enumerate(records))
-    if len({r.artifact for r in parsed}) != len(parsed):
-        raise UsageRejected("usage export: an artifact appears in more than one record")
-    return UsageExport(keyid, created, parsed, export_digest(envelope))
 
 
-def _record(item: object, k: int) -> UsageRecord:
-    where = f"usage export: records[{k}]"
-    if not isinstance(item, dict) or set(item) != {"artifact", "device_hours"}:
-        raise UsageRejected(f"{where} must be an object with artifact and device_hours")
-    artifact, hours = item["artifact"], item["device_hours"]
-    if not isinstance(artifact, str) or not ARTIFACT.fullmatch(artifact):
-        raise UsageRejected(f"{where}.artifact must be 'sha256:' and 64 lowercase hex digits")
-    if isinstance(hours, bool) or not isinstance(hours, (str, int)):
-        raise UsageRejected(f'{where}.device_hours must be a decimal string, e.g. "12.5"')
-    try:
-        value = Decimal(str(hours).strip())
-    except InvalidOperation:
-        raise UsageRejected(f"{where}.device_hours {hours!r} is not a number") from None
-    if not value.is_finite() or value < 0 or value > MAX_HOURS:
-        raise UsageRejected(f"{where}.device_hours {hours!r} must be between 0 and {MAX_HOURS}")
-    return UsageRecord(artifact, value)
+def check_continues(export: UsageExport, held: Held) -> None:
+    """LedgerRejected unless `export` extends exactly what is held."""
+    m, have = export.since_size, held.size
+    if m > have:
+        raise LedgerRejected(
+            Rejection.GAP,
+            f"it starts at record {m}, but the records accepted end at {have}: an export in "
+            f"between is missing (re-export with `luminal meter export --from {have}`)",
+        )
+    if m < have:
+        raise LedgerRejected(
+            Rejection.FORK,
+            f"it continues from tree size {m}, but tree size {have} was accepted since: "
+            "the ledger was restored from an older copy (a fork)",
+        )
+    if export.since_root != held.root:
+        raise LedgerRejected(
+            Rejection.FORK,
+            f"its previous checkpoint (root {export.since_root[:16]}) is not the accepted "
+            f"one (root {held.root[:16]}): a forked ledger",
+        )
+    last = held.last
+    chain = Chain(m, last.hash, last.stamp) if last is not None else Chain()
+    seqs = [r.seq for r in export.records]
+    for k, record in enumerate(export.records):
+        problem = chain.check(record, seqs[k + 1 :])
+        if problem is not None:
+            raise LedgerRejected(Rejection.CHAIN, problem.message)
+    leaves = held.leaves + tuple(r.hash for r in export.records)
+    if merkle.root(leaves) != export.checkpoint.root:
+        raise LedgerRejected(Rejection.FORK, "its records do not hash to its checkpoint's root")
+
+
+def check_licenses(export: UsageExport, keyring: Keyring, install_keyid: str) -> None:
+    """Every license-installed record holds a license the vendor's keys signed, bound to
+    this install (or floating): the terms a statement bills on are the vendor's."""
+    for r in export.records:
+        if r.kind is not RecordKind.LICENSE_INSTALLED:
+            continue
+        raw = canonical(r.body.get("license") or {})
+        try:
+            claims, _ = verify_license(raw, keyring, f"in record {r.seq}")
+        except LuminalError as err:
+            raise LedgerRejected(Rejection.LICENSE, str(err)) from None
+        b = claims.binding
+        if b.mode == "install" and b.install_keyid != install_keyid:
+            raise LedgerRejected(
+                Rejection.LICENSE,
+                f"record {r.seq}: license {claims.license_id} is bound to install "
+                f"{b.install_keyid}, not {install_keyid}",
+            )
+
+
+def usage_artifacts(records: Sequence[Record]) -> set[str]:
+    return {str(r.body["artifact"]) for r in records if r.kind is RecordKind.USAGE}
 
 
 __all__ = [
-    "ARTIFACT",
-    "MAX_HOURS",
+    "Held",
+    "LedgerRejected",
+    "Rejection",
     "UsageExport",
-    "UsageRecord",
     "UsageRejected",
+    "check_continues",
+    "check_licenses",
     "export_digest",
     "parse_export",
+    "usage_artifacts",
 ]
