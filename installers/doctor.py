@@ -244,26 +244,37 @@ def check_license(ctx: DoctorContext) -> Finding:
 
 
 def check_ledger(ctx: DoctorContext) -> Finding:
-    """Hook for the usage ledger (issue 15): today only that the ledger, if any, reads."""
-    candidates = sorted(ctx.home.root.glob("ledger*")) if ctx.home.root.is_dir() else []
-    if not candidates:
-        return Finding(Status.OK, "no ledger yet", {"files": []})
-    unreadable = []
-    for path in candidates:
-        try:
-            if path.is_file():
-                with path.open("rb") as f:
-                    f.read(1)
-        except OSError as err:
-            unreadable.append(f"{path}: {err.strerror}")
-    files = [str(p) for p in candidates]
-    if unreadable:
+    """The usage ledger verifies (`luminal.metering.ledger.verify`, what `meter verify`
+    runs): a record altered, removed or cut off is a FAIL naming it; a tail an append
+    left unsealed (a crash) is pending, not a fault."""
+    from luminal.errors import UsageError
+    from luminal.metering.ledger import verify
+    from luminal.metering.ledger.store import LEDGER
+
+    folder = ctx.home.ledger
+    if not (folder / LEDGER).exists():
+        return Finding(Status.OK, "no ledger yet", {"ledger": str(folder)})
+    try:
+        verdict = verify(folder)
+    except UsageError as err:
         return Finding(
-            Status.FAIL, "; ".join(unreadable), {"files": files}, "fix the ledger's permissions"
+            Status.FAIL, str(err), {"ledger": str(folder)}, "fix the ledger's permissions"
         )
-    return Finding(
-        Status.OK, f"ledger readable ({', '.join(p.name for p in candidates)})", {"files": files}
+    detail = verdict.to_json()
+    if verdict.problem is not None:
+        return Finding(
+            Status.FAIL,
+            verdict.problem.message,
+            detail,
+            "keep a copy of the ledger folder as it is, run `luminal meter verify --json`, "
+            "and contact your vendor",
+        )
+    pending = (
+        f"; {verdict.pending_bytes} bytes pending (an append cut short)"
+        if verdict.pending_bytes
+        else ""
     )
+    return Finding(Status.OK, f"{verdict.records} records verify{pending}", detail)
 
 
 def check_disk(ctx: DoctorContext) -> Finding:

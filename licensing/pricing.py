@@ -107,7 +107,11 @@ def quote(
     hours: Decimal | int | str = 1,
     currency: str = "USD",
 ) -> Quote:
-    """Savings, fee and what the customer keeps for `hours` of baseline device time.
+    """Savings, fee and what the customer keeps for `hours` of device time.
+
+    The fee statement (`metering.usage.statement`) bills the device-hours the compiled
+    model was measured using: savings = hours x price x (1 - 1/speedup), the savings
+    rate the license's terms price (issue 15: "device-hours used x savings rate x share").
 
     `speedup` should be the lower confidence bound of the measured speedup (billing basis).
     """

@@ -76,12 +76,20 @@ def test_doctor_creates_nothing_in_a_fresh_home(
     assert not (tmp_path / "fresh").exists()  # an install's doctor run leaves the home alone
 
 
-def test_the_ledger_check_reads_a_ledger(tmp_path: Path) -> None:
+def test_the_ledger_check_verifies_the_ledger(tmp_path: Path) -> None:
+    from tests.helpers.ledger_helpers import edit, ledger_with, lines, rewrite
+
     ctx = DoctorContext(Home(tmp_path), {})
     assert doctor.check_ledger(ctx).summary == "no ledger yet"
-    (tmp_path / "ledger.jsonl").write_text("{}\n")
+    ledger = ledger_with(Home(tmp_path).ledger, 3)
     found = doctor.check_ledger(ctx)
-    assert found.status is Status.OK and "ledger.jsonl" in found.summary
+    assert found.status is Status.OK and found.summary == "3 records verify"
+    edited = lines(ledger)
+    edited[1] = edit(edited[1], calls=10**6)
+    rewrite(ledger, edited)
+    found = doctor.check_ledger(ctx)
+    assert found.status is Status.FAIL and "record 1" in found.summary
+    assert found.detail["ok"] is False and "meter verify" in found.fix
 
 
 def test_tuning_db_size(tmp_path: Path) -> None:
