@@ -17,7 +17,8 @@ clock reads and the counter's add in a loop) and reported as a share of a call.
     python -m benchmarks.metering_overhead                    # ~30 s: 600 rounds of 2x20 ms
     python -m benchmarks.metering_overhead --rounds 400 --json overhead.json
 
-Needs a license that allows compiling (LUMINAL_HOME), as `luminal compile` does.
+Compiles under this install's license, or a temporary evaluation one when there is none
+(`benchmarks/licensed.py`), as `benchmarks.compare` does.
 """
 
 from __future__ import annotations
@@ -172,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", default="0", help="compile search budget (as luminal compile)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
-    result = measure(args.rounds, args.block_ms, args.interval, args.budget)
+    from benchmarks.licensed import licensed
+
+    with licensed():  # compile_model is the license gate: a temporary evaluation one if none
+        result = measure(args.rounds, args.block_ms, args.interval, args.budget)
     print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
