@@ -38,7 +38,9 @@ def test_json_on_this_machine_shows_every_check(cli) -> None:  # type: ignore[no
     by = {c["name"]: c for c in doc["checks"]}
     assert by["python"]["detail"]["version"].startswith("3.11")
     assert by["license"]["status"] == "ok"  # the session's evaluation license
-    assert by["ledger"]["summary"] == "no ledger yet"
+    # the session's home: earlier tests' metered runs may have written its ledger
+    assert by["ledger"]["status"] == "ok"
+    assert by["ledger"]["summary"] == "no ledger yet" or "records verify" in by["ledger"]["summary"]
 
 
 def test_a_missing_compiler_is_a_clear_failure(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
