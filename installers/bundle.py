@@ -22,7 +22,6 @@ sums, sign, write (a folder, or a .tar.gz, atomically).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -43,7 +42,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from luminal._version import __version__
 from luminal.errors import IntegrityError, LicenseError, UsageError
 from luminal.installers import sbom
-from luminal.installers.verify_bundle import CERT, ENVELOPE, KEYRING, MANIFEST, SUMS, SUMS_TYPE
+from luminal.installers.verify_bundle import (
+    CERT,
+    ENVELOPE,
+    KEYRING,
+    MANIFEST,
+    SUMS,
+    SUMS_TYPE,
+    sha256_file,
+)
 from luminal.licensing import dsse, keys
 from luminal.licensing.chain import verify_certificate
 from luminal.licensing.keys import key_id, load_private
@@ -123,7 +130,7 @@ def build_bundle(spec: BundleSpec, progress: Progress | None = None) -> BundleRe
         stage(f"download wheels for {spec.platform}, Python {spec.python}", t)
         t = time.monotonic()
         found = sorted(
-            (sbom.read_wheel(p, _sha256(p)) for p in wheels.glob("*.whl")), key=lambda w: w.name
+            (sbom.read_wheel(p, sha256_file(p)) for p in wheels.glob("*.whl")), key=lambda w: w.name
         )
         if not any(w.name == "luminal" for w in found):
             raise UsageError("the resolved wheels do not include luminal itself")
@@ -151,7 +158,7 @@ def build_bundle(spec: BundleSpec, progress: Progress | None = None) -> BundleRe
         stage(f"lock and SBOM ({len(found)} wheels)", t)
         t = time.monotonic()
         sums = "".join(
-            f"{_sha256(p)}  {p.relative_to(folder).as_posix()}\n"
+            f"{sha256_file(p)}  {p.relative_to(folder).as_posix()}\n"
             for p in sorted(folder.rglob("*"))
             if p.is_file()
         ).encode()
@@ -304,11 +311,3 @@ def _write(folder: Path, output: Path) -> Path:
         output.rmdir()  # an empty folder given as the target
     os.replace(folder, output)
     return output
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

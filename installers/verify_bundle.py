@@ -253,7 +253,7 @@ def verify(bundle: Path, keyring_file: Path | None = None) -> dict[str, object]:
         path = bundle / name
         if path.is_symlink() or not path.is_file():
             raise BundleInvalid(f"{name}: listed in {SUMS} but missing")
-        if _sha256(path) != digest:
+        if sha256_file(path) != digest:
             raise BundleInvalid(f"{name}: sha256 differs from {SUMS} (altered?)")
     manifest = _json(bundle / MANIFEST)
     created = _time(manifest.get("created") if isinstance(manifest, dict) else None, MANIFEST)
@@ -269,7 +269,9 @@ def verify(bundle: Path, keyring_file: Path | None = None) -> dict[str, object]:
     }
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The file's SHA-256 (hex), read in 1 MiB blocks; `luminal bundle` writes SHA256SUMS
+    with this same function."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -121,25 +121,27 @@ def test_candidates_are_built_in_batches_that_keep_the_measured_order() -> None:
     assert _batches([], ranked, 4) == []
 
 
-def test_a_large_search_builds_the_defaults_then_adds_candidates_in_batches() -> None:
+def _search(batch_candidates: int | None) -> tuple[list[str], Counting, Recorder]:
+    """Search the mlp block with a tuner that times every kernel alike."""
     sched = schedule(mlp_block(layers=2, width=48, batch=5))
     firsts = [ks[0].name for ks in unique(sched, sched.kernels).values()]
     recorder = Recorder({k: 1e-3 for k in firsts})
     tuner = Counting(recorder, {k: 1e-3 for k in firsts})
-    benches = tuner.benches
-    options = KernelSearchOptions(deadline=time.monotonic() + 60.0, batch_candidates=2)
-    search_kernels(sched, tuner, None, options)
-    assert benches == [{k: (DEFAULT,) for k in firsts}]  # one bench, of the defaults
+    deadline = time.monotonic() + 60.0
+    search_kernels(
+        sched, tuner, None, KernelSearchOptions(deadline, batch_candidates=batch_candidates)
+    )
+    return firsts, tuner, recorder
+
+
+def test_a_large_search_builds_the_defaults_then_adds_candidates_in_batches() -> None:
+    firsts, tuner, recorder = _search(batch_candidates=2)
+    assert tuner.benches == [{k: (DEFAULT,) for k in firsts}]  # one bench, of the defaults
     # then the candidates, added to it
     assert recorder.batches and all(len(vs) == 2 for b in recorder.batches for vs in b.values())
     assert sorted(k for b in recorder.batches for k in b) == sorted(firsts)
 
 
 def test_a_small_search_builds_one_bench_of_every_candidate() -> None:
-    sched = schedule(mlp_block(layers=2, width=48, batch=5))
-    firsts = [ks[0].name for ks in unique(sched, sched.kernels).values()]
-    recorder = Recorder({k: 1e-3 for k in firsts})
-    tuner = Counting(recorder, {k: 1e-3 for k in firsts})
-    benches = tuner.benches
-    search_kernels(sched, tuner, None, KernelSearchOptions(deadline=time.monotonic() + 60.0))
-    assert benches == [{k: (DEFAULT, OTHER) for k in firsts}] and recorder.batches == []
+    firsts, tuner, recorder = _search(batch_candidates=None)
+    assert tuner.benches == [{k: (DEFAULT, OTHER) for k in firsts}] and recorder.batches == []
