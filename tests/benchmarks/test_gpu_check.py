@@ -35,6 +35,7 @@ def gpu_check(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 def test_the_dry_run_takes_the_mlp_through_the_whole_path(tmp_path: Path) -> None:
     out = tmp_path / "gpu.json"
     done = gpu_check("--dry-run", "--duration", "0.3", "--min-rounds", "3", "--json", str(out))

@@ -101,6 +101,7 @@ def test_summary_counts_every_status() -> None:
     assert re.search(r"node cases passed: 1 of 3", conformance.format_table(summary))
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 @pytest.mark.conformance
 def test_runs_as_a_module_from_the_repository_root(tmp_path: Path) -> None:
     """What `make conformance` runs, on one case: the table, the JSON and the exit status."""

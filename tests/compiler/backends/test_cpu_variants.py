@@ -128,6 +128,7 @@ def test_portable_loop_nest(suite) -> None:  # type: ignore[no-untyped-def]
     _check(sched, feeds, want, codegen.options_for(FEATURES, True, simd="", mr=4, nr=16))
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 @pytest.mark.skipif("avx2" not in FEATURES or "fma" not in FEATURES, reason="no AVX2 + FMA")
 def test_avx2_micro_kernel(suite) -> None:  # type: ignore[no-untyped-def]
     _, sched, feeds, want = suite

@@ -65,6 +65,7 @@ def _predicate(path: Path) -> dict:  # type: ignore[type-arg]
     return read(path)[1]["predicate"]
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 def test_bench_times_the_customers_own_module(cli, artifact: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "r.json"
     net = artifact.parent / "net.py"
@@ -80,6 +81,7 @@ def test_bench_times_the_customers_own_module(cli, artifact: Path, tmp_path: Pat
     assert all(o["ok"] for o in _predicate(out)["parity"]["outputs"])  # same outputs as luminal's
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 def test_bench_with_the_customers_session_options(cli, artifact: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     options = tmp_path / "ort.json"
     options.write_text(json.dumps({"intra_op_num_threads": 1, "enable_cpu_mem_arena": False}))
@@ -104,6 +106,7 @@ def test_a_bad_options_field_is_exit_2_naming_it(cli, artifact: Path, tmp_path: 
     assert rc == 2 and "unknown field 'intra_op_threads'" in err
 
 
+@pytest.mark.slow  # heavy (10-25 s): make slow
 def test_bench_against_openvino(cli, artifact: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("openvino")
     out = tmp_path / "r.json"
