@@ -56,6 +56,7 @@ __all__ = [
     "Signer",
     "SourceModel",
     "Trust",
+    "file_sha256",
     "read_artifact",
     "sha256",
     "write_artifact",
@@ -67,10 +68,24 @@ class Artifact:
     manifest: Manifest
     members: Mapping[str, bytes]  # verified contents, manifest and signature excluded
     provenance: Provenance  # who signed it, and why this install accepted it
+    file_sha256: str = ""  # of the file these contents were read from (how it is named)
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file, read in 1 MiB blocks."""
+    with open(path, "rb") as f:
+        return _stream_sha256(f)
+
+
+def _stream_sha256(f: Any) -> str:
+    h = hashlib.sha256()
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+    return h.hexdigest()
 
 
 def write_artifact(
@@ -118,26 +133,33 @@ def read_artifact(
     where = str(path)
     budget = limits.memory_budget()
     try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-            limits.check_zip(
-                where,
-                infos,
-                path.stat().st_size,
-                budget,
-                {MANIFEST: limits.MANIFEST_BYTES, SIGNATURE: limits.SIGNATURE_BYTES},
-            )
-            names = {i.filename for i in infos}
-            if MANIFEST not in names:
-                raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
-            text = _member(path, z, MANIFEST)
-            manifest = _parse(path, text)
-            _check_format(path, manifest)
-            signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
-            provenance = verify(where, text, signature, store or TrustStore.load(), trust_unsigned)
-            typed = Manifest.from_json(manifest, where)
-            limits.check_manifest(where, typed, budget)
-            members = _read_members(path, z, manifest.get("members", {}), names)
+        # One open file for the digest and the contents: a file replaced while it is read
+        # (an atomic rename by another compile) cannot be named by the other one's hash.
+        with path.open("rb") as fh:
+            file_digest = _stream_sha256(fh)
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as z:
+                infos = z.infolist()
+                limits.check_zip(
+                    where,
+                    infos,
+                    path.stat().st_size,
+                    budget,
+                    {MANIFEST: limits.MANIFEST_BYTES, SIGNATURE: limits.SIGNATURE_BYTES},
+                )
+                names = {i.filename for i in infos}
+                if MANIFEST not in names:
+                    raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
+                text = _member(path, z, MANIFEST)
+                manifest = _parse(path, text)
+                _check_format(path, manifest)
+                signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
+                provenance = verify(
+                    where, text, signature, store or TrustStore.load(), trust_unsigned
+                )
+                typed = Manifest.from_json(manifest, where)
+                limits.check_manifest(where, typed, budget)
+                members = _read_members(path, z, manifest.get("members", {}), names)
     except (
         zipfile.BadZipFile,
         zipfile.LargeZipFile,
@@ -149,7 +171,7 @@ def read_artifact(
     ) as err:
         # A damaged member fails the ZIP's own CRC before our hash: same verdict.
         raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
-    return Artifact(typed, members, provenance)
+    return Artifact(typed, members, provenance, file_digest)
 
 
 def _member(path: Path, z: zipfile.ZipFile, name: str) -> bytes:

@@ -20,7 +20,6 @@ Session is collected.  `meter=None` turns it off (benchmark baselines, the bench
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import weakref
@@ -30,7 +29,7 @@ from types import TracebackType
 
 import numpy as np
 
-from luminal.compiler.artifact import Artifact, Manifest, read_artifact
+from luminal.compiler.artifact import Artifact, Manifest, file_sha256, read_artifact
 from luminal.compiler.backends.protocol import Backend, Executable
 from luminal.compiler.backends.registry import Registry
 from luminal.compiler.ir.graph import check_feeds
@@ -126,11 +125,7 @@ def load(
 
 def artifact_id(file: Path) -> str:
     """How the ledger and reports name an artifact: the SHA-256 of its file."""
-    digest = hashlib.sha256()
-    with file.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + file_sha256(file)
 
 
 def open_artifact(
@@ -160,5 +155,6 @@ def open_artifact(
         ) from None
     metered = None
     if meter is not None:
-        metered = Meter(artifact_id(file), kind, UsageCounter(), meter)
+        # named by the bytes read_artifact verified, not by reading the file again
+        metered = Meter("sha256:" + art.file_sha256, kind, UsageCounter(), meter)
     return Session(file, art.manifest, exe, backend, metered)

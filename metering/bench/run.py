@@ -14,7 +14,6 @@ symbolic leading dimension: the model is compiled again at that batch.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import luminal
-from luminal.compiler.artifact import read_artifact
+from luminal.compiler.artifact import file_sha256, read_artifact
 from luminal.compiler.ir import TensorSpec
 from luminal.errors import UsageError
 from luminal.licensing.terms import BillingTerms
@@ -400,11 +399,3 @@ def reproduction(req: BenchRequest) -> dict[str, Any]:
 
 def _subject(name: str, path: Path) -> dict[str, Any]:
     return {"name": name, "digest": {"sha256": file_sha256(path)}}
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
