@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,8 @@ from luminal import licensing
 from luminal.cli.options import DimOption, JsonOption, parse_budget, parse_dims
 from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
+from luminal.compiler.frontend.dims import bind_shapes, symbolic_axes
+from luminal.compiler.ir import TensorSpec
 from luminal.compiler.pipeline import (
     DEFAULT_BUDGET_SECONDS,
     STEPS,
@@ -30,6 +33,9 @@ from luminal.compiler.pipeline import (
     CompileResult,
     compile_model,
 )
+from luminal.compiler.shapes.build import ProfiledResult, compile_profiled
+from luminal.compiler.shapes.profile import parse_profile, parse_shapes
+from luminal.errors import UsageError
 
 
 def compile_cmd(
@@ -84,6 +90,30 @@ def compile_cmd(
         typer.Option("--verbose", help="Print per-rule e-graph statistics and per-kernel choices."),
     ] = False,
     dim: DimOption = None,
+    shapes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shapes",
+            help="Fix an input's shape, e.g. --shapes x=1x3x224x224 (binds its symbolic dims; "
+            "repeatable).",
+        ),
+    ] = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--profile",
+            help="Serve a symbolic dim over a range, NAME=MIN..MAX[:OPT], e.g. "
+            "--profile batch=1..32:8 (repeatable): one artifact, tuned at OPT, any size in range.",
+        ),
+    ] = None,
+    buckets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--buckets",
+            help="The sizes a --profile dim is compiled at, e.g. --buckets batch=1,8,32 "
+            "(default: OPT, MAX and sizes 2x apart, at most 8 in all).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Compile a model into one artifact file that `luminal run` and `luminal.load` run.
@@ -98,6 +128,15 @@ def compile_cmd(
       luminal compile model.pt2 --json
 
       luminal compile model.onnx --budget 5m --verbose
+
+      luminal compile bert.onnx --profile batch=1..8:1 --profile seq=1..128:128
+
+      luminal compile resnet.onnx --shapes input=1x3x224x224
+
+    A model with symbolic dims (a dynamic batch or sequence) compiles with each dim fixed
+    (--dim, --shapes) or served over a range (--profile): the profile's artifact holds one
+    specialization per bucket and runs any size in range in the smallest bucket that
+    covers it; a size outside is an error (exit 2).
 
     The search keeps what it measures in the tuning database, so a second compile of
     the same model (or of another with the same layers) takes the stored winners.
@@ -120,9 +159,10 @@ def compile_cmd(
         tuning_db=str(tuning_db) if tuning_db else None,
         use_tuning_db=not fresh,
     )
+    fixed = fixed_dims(model, dim, shapes)
+    shape_profile = parse_profile(profile or [], buckets or [])
     with progress_bar(console) as bar:
         task = bar.add_task("loading model", total=None)
-        loaded = load_model(model, parse_dims(dim))
         done: list[str] = []
 
         def step(name: str) -> None:
@@ -138,16 +178,47 @@ def compile_cmd(
                 task, description=f"search kernels: {what}", total=max(total, 1), completed=n
             )
 
-        result = compile_model(
-            loaded,
-            out,
-            options,
-            on_step=step,
-            on_progress=progress,
-            target=chosen,
-            on_license=lambda status: print_warnings(console, status),
-        )
-        console.print(f"  [green]✓[/] {done[-1]}")
+        if shape_profile is not None:
+
+            def point(sizes: Mapping[str, int], n: int, total: int) -> None:
+                if done:
+                    console.print(f"  [green]✓[/] {done[-1]}")
+                    done.clear()
+                sizes_text = ", ".join(f"{d}={v}" for d, v in sizes.items())
+                console.print(f"specialization {n + 1}/{total}: {sizes_text}", highlight=False)
+
+            profiled = compile_profiled(
+                model,
+                out,
+                shape_profile,
+                fixed,
+                options,
+                target=chosen,
+                on_point=point,
+                on_step=step,
+                on_progress=progress,
+                on_license=lambda status: print_warnings(console, status),
+            )
+            console.print(f"  [green]✓[/] {done[-1]}")
+        else:
+            loaded = load_model(model, fixed)
+            check_shapes(loaded.graph.input_specs(), parse_shapes(shapes or []))
+            result = compile_model(
+                loaded,
+                out,
+                options,
+                on_step=step,
+                on_progress=progress,
+                target=chosen,
+                on_license=lambda status: print_warnings(console, status),
+            )
+            console.print(f"  [green]✓[/] {done[-1]}")
+    if shape_profile is not None:
+        if as_json:
+            typer.echo(json.dumps(profiled.to_json(), indent=2))
+        else:
+            print_profiled(Console(), profiled)
+        return
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -161,6 +232,58 @@ def compile_cmd(
             highlight=False,
         )
         raise typer.Exit(130)
+
+
+def fixed_dims(model: Path, dim: list[str] | None, shapes: list[str] | None) -> dict[str, int]:
+    """`--dim` and `--shapes` as one set of dim bindings."""
+    fixed = parse_dims(dim)
+    given = parse_shapes(shapes or [])
+    if given:
+        for name, size in bind_shapes(symbolic_axes(model), given).items():
+            if fixed.setdefault(name, size) != size:
+                raise UsageError(f"dim '{name}' is {fixed[name]} by --dim and {size} by --shapes")
+    return fixed
+
+
+def check_shapes(specs: Sequence[TensorSpec], given: Mapping[str, tuple[int, ...]]) -> None:
+    """Every `--shapes` input exists and has the shape it asks for."""
+    by_name = {s.name: s for s in specs}
+    for name, shape in given.items():
+        spec = by_name.get(name)
+        if spec is None:
+            raise UsageError(
+                f"--shapes names input '{name}'; the model's inputs are {sorted(by_name)}"
+            )
+        if tuple(spec.shape) != shape:
+            want = "x".join(map(str, spec.shape))
+            raise UsageError(
+                f"--shapes {name}={'x'.join(map(str, shape))}: the model's '{name}' is {want}"
+            )
+
+
+def print_profiled(console: Console, r: ProfiledResult) -> None:
+    print_result(console, r.opt)
+    table = Table(
+        title=f"Profile {', '.join(d.describe() for d in r.spec.profile.dims)}",
+        title_justify="left",
+    )
+    for col in ("specialization", "kernels", "masked reductions", "compile s"):
+        table.add_column(col, justify="left" if col == "specialization" else "right")
+    for p in r.points:
+        sizes = ", ".join(f"{d}={v}" for d, v in p.point.items())
+        table.add_row(sizes, str(p.result.kernels), str(p.masks), f"{p.result.total_seconds:.1f}")
+    console.print(table)
+    check = (
+        "no size in the profile is padded"
+        if r.checked_at is None
+        else f"padded {', '.join(f'{d}={v}' for d, v in r.checked_at.items())} agrees with the "
+        f"model at that size (max abs error {r.check_error:.2g})"
+    )
+    console.print(
+        f"profile: {len(r.points)} specializations in {r.artifact_bytes / 2**20:.2f} MiB, "
+        f"{r.seconds:.1f}s; padding check: {check}",
+        highlight=False,
+    )
 
 
 def print_warnings(console: Console, status: licensing.LicenseStatus) -> None:

@@ -24,6 +24,7 @@ a backend see the contents, so no code is mapped from an artifact that failed an
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -31,7 +32,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from luminal.compiler.artifact import limits
 from luminal.compiler.artifact.manifest import Manifest, Memory, SourceModel
@@ -58,6 +59,7 @@ __all__ = [
     "Trust",
     "file_sha256",
     "read_artifact",
+    "read_artifact_bytes",
     "sha256",
     "write_artifact",
 ]
@@ -130,36 +132,51 @@ def read_artifact(
     """
     if not path.is_file():
         raise UsageError(f"{path}: no such artifact")
-    where = str(path)
-    budget = limits.memory_budget()
     try:
         # One open file for the digest and the contents: a file replaced while it is read
         # (an atomic rename by another compile) cannot be named by the other one's hash.
         with path.open("rb") as fh:
-            file_digest = _stream_sha256(fh)
-            fh.seek(0)
-            with zipfile.ZipFile(fh) as z:
-                infos = z.infolist()
-                limits.check_zip(
-                    where,
-                    infos,
-                    path.stat().st_size,
-                    budget,
-                    {MANIFEST: limits.MANIFEST_BYTES, SIGNATURE: limits.SIGNATURE_BYTES},
-                )
-                names = {i.filename for i in infos}
-                if MANIFEST not in names:
-                    raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
-                text = _member(path, z, MANIFEST)
-                manifest = _parse(path, text)
-                _check_format(path, manifest)
-                signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
-                provenance = verify(
-                    where, text, signature, store or TrustStore.load(), trust_unsigned
-                )
-                typed = Manifest.from_json(manifest, where)
-                limits.check_manifest(where, typed, budget)
-                members = _read_members(path, z, manifest.get("members", {}), names)
+            return _read(fh, str(path), path.stat().st_size, trust_unsigned, store)
+    except OSError as err:
+        raise IntegrityError(f"{path}: damaged artifact ({' '.join(str(err).split())})") from None
+
+
+def read_artifact_bytes(
+    data: bytes, where: str, *, trust_unsigned: bool = False, store: TrustStore | None = None
+) -> Artifact:
+    """`read_artifact` on an artifact held in memory (a profile's specialization, which
+    its outer artifact carries as a member); `where` names it in messages."""
+    return _read(io.BytesIO(data), where, len(data), trust_unsigned, store)
+
+
+def _read(
+    fh: BinaryIO, where: str, size: int, trust_unsigned: bool, store: TrustStore | None
+) -> Artifact:
+    path = Path(where)
+    budget = limits.memory_budget()
+    try:
+        file_digest = _stream_sha256(fh)
+        fh.seek(0)
+        with zipfile.ZipFile(fh) as z:
+            infos = z.infolist()
+            limits.check_zip(
+                where,
+                infos,
+                size,
+                budget,
+                {MANIFEST: limits.MANIFEST_BYTES, SIGNATURE: limits.SIGNATURE_BYTES},
+            )
+            names = {i.filename for i in infos}
+            if MANIFEST not in names:
+                raise IntegrityError(f"{path}: not a luminal artifact (no manifest)")
+            text = _member(path, z, MANIFEST)
+            manifest = _parse(path, text)
+            _check_format(path, manifest)
+            signature = _member(path, z, SIGNATURE) if SIGNATURE in names else None
+            provenance = verify(where, text, signature, store or TrustStore.load(), trust_unsigned)
+            typed = Manifest.from_json(manifest, where)
+            limits.check_manifest(where, typed, budget)
+            members = _read_members(path, z, manifest.get("members", {}), names)
     except (
         zipfile.BadZipFile,
         zipfile.LargeZipFile,

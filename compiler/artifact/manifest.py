@@ -16,6 +16,8 @@ the field, never a KeyError deep inside a loader.
     schedule                    the schedule's figures (kernels by kind, fusions)
     variants                    the kernel variants the search chose, by kernel name
     notes                       what the backend wants `luminal compile` to show
+    profile                     only for a shape profile: its dims and specializations
+                                (compiler/shapes/record.py)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from luminal.compiler.ir import DType, TensorSpec
 from luminal.compiler.schedule.variant import Variant
+from luminal.compiler.shapes.record import ProfileSpec
 from luminal.errors import IntegrityError
 
 
@@ -55,6 +58,8 @@ class Manifest:
     schedule: Mapping[str, Any] = field(default_factory=dict)
     variants: Mapping[str, Variant] = field(default_factory=dict)
     notes: Mapping[str, Any] = field(default_factory=dict)
+    #: set when the artifact serves a shape profile (compiler/shapes/record.py)
+    profile: ProfileSpec | None = None
 
     @property
     def kind(self) -> str:
@@ -81,6 +86,7 @@ class Manifest:
             "schedule": dict(self.schedule),
             "variants": {name: v.to_json() for name, v in self.variants.items()},
             "notes": dict(self.notes),
+            **({"profile": self.profile.to_json()} if self.profile is not None else {}),
         }
 
     @staticmethod
@@ -113,6 +119,7 @@ class Manifest:
             schedule=r.mapping("schedule", optional=True),
             variants=r.variants("variants"),
             notes=r.mapping("notes", optional=True),
+            profile=ProfileSpec.from_json(data["profile"], where) if "profile" in data else None,
         )
 
 

@@ -79,7 +79,7 @@ class GraphBuilder:
         dt = DType.from_numpy(arr.dtype)
         arr = (arr if arr.flags.c_contiguous else arr.copy(order="C")).view()
         arr.flags.writeable = False  # a read-only view: folding and passes never mutate
-        key = name if name is not None and name not in self._consts else f"const{len(self._consts)}"
+        key = name if name is not None and name not in self._consts else self._fresh_key()
         if arr.size <= 16 and name is None:  # share small constants (scalars, shapes)
             cache_key = ("const", dt, arr.shape, arr.tobytes())
             if cache_key in self._cache:
@@ -281,6 +281,13 @@ class GraphBuilder:
                 value = interpreter.eval_op(node.op, node.arg, node.shape, node.dtype, [inner[0]])
                 return value, inner[1]
         return None
+
+    def _fresh_key(self) -> str:
+        """An unused constant name (a replayed graph's own `constN` names may be taken)."""
+        n = len(self._consts)
+        while f"const{n}" in self._consts:
+            n += 1
+        return f"const{n}"
 
     def _add(self, node: Node, cache: bool = True) -> Value:
         key = (node.op, node.src, node.shape, node.dtype, node.arg)

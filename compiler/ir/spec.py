@@ -21,7 +21,7 @@ def check(graph: Graph) -> None:
         if len(node.src) != ARITY[node.op] or any(not 0 <= s < i for s in node.src):
             raise GraphError(f"node %{i} ({node.op.value}) has bad operands {node.src}")
         try:
-            got = _replay(b, graph, node, [values[s] for s in node.src])
+            got = replay(b, graph, node, [values[s] for s in node.src])
         except GraphError as err:
             raise GraphError(f"node %{i} ({node.op.value}): {err}") from None
         if (got.shape, got.dtype) != (node.shape, node.dtype):
@@ -41,7 +41,7 @@ def check(graph: Graph) -> None:
             raise GraphError(f"output '{name}' points outside the graph")
 
 
-def _replay(b: GraphBuilder, graph: Graph, node: Node, srcs: list[Value]) -> Value:
+def replay(b: GraphBuilder, graph: Graph, node: Node, srcs: list[Value]) -> Value:
     op, arg = node.op, node.arg
     if op is Op.INPUT:
         return b.input(arg, node.shape, node.dtype)
@@ -87,4 +87,4 @@ def _same(node: Node) -> Value:
     raise GraphError(f"cast to its own dtype {node.dtype.value}")
 
 
-__all__ = ["DType", "check"]
+__all__ = ["DType", "check", "replay"]

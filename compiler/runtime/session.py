@@ -29,10 +29,18 @@ from types import TracebackType
 
 import numpy as np
 
-from luminal.compiler.artifact import Artifact, Manifest, file_sha256, read_artifact
+from luminal.compiler.artifact import (
+    Artifact,
+    Manifest,
+    file_sha256,
+    read_artifact,
+    read_artifact_bytes,
+)
 from luminal.compiler.backends.protocol import Backend, Executable
 from luminal.compiler.backends.registry import Registry
 from luminal.compiler.ir.graph import check_feeds
+from luminal.compiler.runtime.profiled import ProfiledExecutable, base_members, public_specs
+from luminal.compiler.shapes.record import Specialization
 from luminal.errors import (
     ArtifactIncompatible,
     CompilerError,
@@ -62,7 +70,7 @@ class Session:
         self.manifest = manifest
         self.backend = backend
         self.executable = exe
-        self.inputs = manifest.inputs
+        self.inputs = public_specs(manifest.inputs)
         self.outputs = manifest.outputs
         self._run = exe.run
         self.meter = meter
@@ -142,7 +150,7 @@ def open_artifact(
     except UsageError as err:
         raise ArtifactIncompatible(f"{file}: built for '{name}' ({kind}); {err}") from None
     try:
-        exe = backend.load(art.manifest, art.members)
+        exe = _load(file, art, backend)
     except ArtifactIncompatible as err:  # the backend's reason, with the file it is about
         raise ArtifactIncompatible(f"{file}: {err}") from None
     except IntegrityError as err:  # e.g. a manifest that disagrees with its library
@@ -158,3 +166,21 @@ def open_artifact(
         # named by the bytes read_artifact verified, not by reading the file again
         metered = Meter("sha256:" + art.file_sha256, kind, UsageCounter(), meter)
     return Session(file, art.manifest, exe, backend, metered)
+
+
+def _load(file: Path, art: Artifact, backend: Backend) -> Executable:
+    """The backend's executable; for a profiled artifact, the dispatcher over its
+    specializations (the opt point's loaded now, the others on first use)."""
+    if art.manifest.profile is None:
+        return backend.load(art.manifest, art.members)
+
+    def load_inner(spec: Specialization) -> Executable:
+        # The outer manifest is signed and lists this member's SHA-256, checked when the
+        # artifact was read: the inner artifact is as trusted as the outer one.
+        inner = read_artifact_bytes(
+            art.members[spec.member], f"{file}:{spec.member}", trust_unsigned=True
+        )
+        return backend.load(inner.manifest, inner.members)
+
+    opt = backend.load(art.manifest, base_members(art))
+    return ProfiledExecutable(art.manifest, opt, load_inner)

@@ -1,0 +1,244 @@
+"""`compile_profiled`: one artifact serving a shape profile, one specialization per bucket.
+
+    for each bucket point (the opt point first):
+        load the model with its dims bound to the point -> pad_graph -> compile_model
+    check padding on the reference interpreter at a padded size
+    write the opt point's artifact with the others inside it and the ProfileSpec
+
+The opt point gets the whole search budget; the other points share the same budget
+again, so a profile compiles in about twice a static compile's search time (and the
+tuning database keeps every point's winners for the next compile).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from luminal.compiler.artifact import read_artifact, write_artifact
+from luminal.compiler.backends.target import Target
+from luminal.compiler.frontend import load_model
+from luminal.compiler.frontend.dims import symbolic_axes
+from luminal.compiler.frontend.model import LoadedModel
+from luminal.compiler.inputs import random_inputs
+from luminal.compiler.ir import interpreter as reference
+from luminal.compiler.options import CompileOptions
+from luminal.compiler.pipeline import CompileResult, Progress, compile_model
+from luminal.compiler.shapes.padding import PaddedGraph, pad_feeds, pad_graph, unpad
+from luminal.compiler.shapes.profile import ShapeProfile
+from luminal.compiler.shapes.record import SPECIALIZATION_PREFIX, ProfileSpec, Specialization
+from luminal.errors import UnsupportedOp, UsageError
+from luminal.licensing.gate import LicenseHook
+from luminal.references.parity import agrees
+
+#: The model loaded with the profile's dims at these sizes.
+PointLoader = Callable[[Mapping[str, int]], LoadedModel]
+
+
+@dataclass(frozen=True)
+class PointResult:
+    point: Mapping[str, int]
+    result: CompileResult
+    masks: int  # reductions reading through a padding mask
+
+
+@dataclass(frozen=True)
+class ProfiledResult:
+    path: Path
+    spec: ProfileSpec
+    points: tuple[PointResult, ...]  # the opt point's first
+    checked_at: Mapping[str, int] | None  # the padded sizes the reference check ran at
+    check_error: float  # its largest absolute difference
+    seconds: float
+    artifact_bytes: int
+
+    @property
+    def opt(self) -> CompileResult:
+        return self.points[0].result
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "profile": self.spec.to_json(),
+            "points": [
+                {"point": dict(p.point), "masks": p.masks, **p.result.to_json()}
+                for p in self.points
+            ],
+            "padding_check": None
+            if self.checked_at is None
+            else {"sizes": dict(self.checked_at), "max_abs_error": self.check_error},
+            "seconds": self.seconds,
+            "artifact_bytes": self.artifact_bytes,
+        }
+
+
+def profile_axes(
+    model: Path, profile: ShapeProfile, fixed: Mapping[str, int]
+) -> dict[str, dict[int, str]]:
+    """input -> axis -> dim for the profile's dims (UsageError for a dim the model lacks)."""
+    found = symbolic_axes(model)
+    axes = {name: {k: d for k, d in ax.items() if d in profile.names} for name, ax in found.items()}
+    axes = {name: ax for name, ax in axes.items() if ax}
+    named = {d for ax in axes.values() for d in ax.values()}
+    missing = [d for d in profile.names if d not in named]
+    if missing:
+        known = sorted({d for ax in found.values() for d in ax.values()})
+        raise UsageError(
+            f"--profile names dim(s) {missing} that no input of {model} has "
+            f"(its symbolic dims: {', '.join(known) or 'none'})"
+        )
+    clash = sorted(set(fixed) & set(profile.names))
+    if clash:
+        raise UsageError(f"dim(s) {clash} are both fixed (--dim/--shapes) and in --profile")
+    return axes
+
+
+def compile_profiled(
+    model: Path,
+    output: Path,
+    profile: ShapeProfile,
+    fixed: Mapping[str, int],
+    options: CompileOptions,
+    target: Target | None = None,
+    on_point: Callable[[Mapping[str, int], int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    on_progress: Progress | None = None,
+    on_license: LicenseHook | None = None,
+) -> ProfiledResult:
+    """Compile the ONNX model at `model` for `profile` (its other symbolic dims bound by
+    `fixed`) into the artifact `output`."""
+    return compile_points(
+        lambda point: load_model(model, {**fixed, **point}),
+        profile_axes(model, profile, fixed),
+        output,
+        profile,
+        options,
+        target,
+        on_point,
+        on_step,
+        on_progress,
+        on_license,
+    )
+
+
+def compile_points(
+    load: PointLoader,
+    axes: Mapping[str, Mapping[int, str]],
+    output: Path,
+    profile: ShapeProfile,
+    options: CompileOptions,
+    target: Target | None = None,
+    on_point: Callable[[Mapping[str, int], int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    on_progress: Progress | None = None,
+    on_license: LicenseHook | None = None,
+) -> ProfiledResult:
+    """The profile compile for any frontend: `load(point)` is the model at one point's
+    sizes, `axes` where the profile's dims sit in its inputs."""
+    started = time.monotonic()
+    points = profile.points()
+    others = len(points) - 1
+    results: list[PointResult] = []
+    padded: dict[tuple[tuple[str, int], ...], PaddedGraph] = {}
+    members: dict[str, bytes] = {}
+    specs: list[Specialization] = []
+    with tempfile.TemporaryDirectory(prefix="luminal-profile-") as tmp:
+        for n, point in enumerate(points):
+            if on_point:
+                on_point(point, n, len(points))
+            loaded = load(point)
+            pg = pad_graph(loaded.graph, axes)
+            key = tuple(sorted(point.items()))
+            padded[key] = pg
+            budget = options.budget_seconds
+            if n and budget is not None and others:
+                budget = budget / others
+            path = Path(tmp) / f"{n}.lmnl"
+            result = compile_model(
+                dataclasses.replace(loaded, graph=pg.graph),
+                path,
+                dataclasses.replace(options, budget_seconds=budget),
+                on_step=on_step,
+                on_progress=on_progress,
+                target=target,
+                on_license=on_license,
+            )
+            results.append(PointResult(point, result, pg.masks))
+            member = "" if n == 0 else f"{SPECIALIZATION_PREFIX}{_member_name(point)}.lmnl"
+            specs.append(Specialization(point, member, pg.dims, pg.outputs))
+            if n:
+                members[member] = path.read_bytes()
+            if result.interrupted:
+                break  # Ctrl-C: no partial profile is written
+        if results[-1].result.interrupted:
+            raise KeyboardInterrupt
+        checked, error = check_padding(load, profile, axes, padded)
+        spec = ProfileSpec(profile, axes, tuple(specs))
+        opt = read_artifact(Path(tmp) / "0.lmnl", trust_unsigned=True)
+        manifest = dataclasses.replace(opt.manifest, profile=spec)
+        write_artifact(output, manifest, {**opt.members, **members})
+    return ProfiledResult(
+        output,
+        spec,
+        tuple(results),
+        checked,
+        error,
+        time.monotonic() - started,
+        output.stat().st_size,
+    )
+
+
+def check_padding(
+    load: PointLoader,
+    profile: ShapeProfile,
+    axes: Mapping[str, Mapping[int, str]],
+    padded: Mapping[tuple[tuple[str, int], ...], PaddedGraph],
+) -> tuple[dict[str, int] | None, float]:
+    """Run the smallest padded point on the reference interpreter at the smallest sizes it
+    serves and compare with the model loaded at those sizes: what the static analysis
+    takes on trust (constants along a padded axis) is measured here."""
+    candidates = []
+    for key, pg in padded.items():
+        point = dict(key)
+        sizes = {d.name: _smallest_served(d.buckets, d.lo, point[d.name]) for d in profile.dims}
+        if sizes != point:
+            candidates.append((math.prod(point.values()), key, sizes, pg))
+    if not candidates:
+        return None, 0.0
+    _, key, sizes, pg = min(candidates, key=lambda c: c[0])
+    exact = load(sizes).graph
+    feeds = random_inputs(exact.input_specs(), seed=2)
+    want = reference.run(exact, feeds)
+    got = reference.run(pg.graph, pad_feeds(feeds, axes, dict(key), pg.dims, sizes))
+    worst = 0.0
+    for name, value in want.items():
+        cut = unpad(got[name], pg.outputs[name], sizes)
+        ok, err = agrees(cut, value) if cut.shape == value.shape else (False, math.inf)
+        worst = max(worst, err)
+        if not ok:
+            raise UnsupportedOp(
+                f"padding {_point_name(sizes)} up to {_point_name(dict(key))} changes output "
+                f"'{name}' (max abs error {err:.3g}): the model computes with the size of a "
+                "profiled dim itself; fix that dim with --shapes or --dim"
+            )
+    return sizes, float(worst) if np.isfinite(worst) else worst
+
+
+def _smallest_served(buckets: tuple[int, ...], lo: int, bucket: int) -> int:
+    below = [b for b in buckets if b < bucket]
+    return max(below) + 1 if below else lo
+
+
+def _member_name(point: Mapping[str, int]) -> str:
+    return ".".join(f"{d}{n}" for d, n in sorted(point.items()))
+
+
+def _point_name(point: Mapping[str, int]) -> str:
+    return ",".join(f"{d}={n}" for d, n in sorted(point.items()))
