@@ -92,8 +92,10 @@ def print_summary(console: Console, s: ModelSummary) -> None:
 
 def print_coverage(console: Console, coverage: Coverage) -> None:
     ops = Table(title="Source ops", title_justify="left")
-    for col in ("op", "count", "status", "reason"):
-        ops.add_column(col, justify="right" if col == "count" else "left")
+    ops.add_column("op")
+    ops.add_column("count", justify="right")
+    ops.add_column("status", no_wrap=True)
+    ops.add_column("reason", overflow="fold")
     for o in coverage.ops:
         style = _STYLE[o.status]
         ops.add_row(o.kind.label(), str(o.count), f"[{style}]{o.status.value}[/]", o.reason())

@@ -182,12 +182,8 @@ _ORDER = {
 
 
 def reason_of(err: FrontendError) -> Reason:
-    from luminal.compiler.frontend.onnx_ops.context import DataDependent
-
     if isinstance(err, Refusal):
         return err.reason
-    if isinstance(err, DataDependent):
-        return Reason.DATA_DEPENDENT
     if isinstance(err, UnsupportedOp):
         return Reason.VALUES
     return Reason.INVALID
@@ -206,12 +202,12 @@ class Recorder:
     errors: list[FrontendError] = field(default_factory=list)
 
     def takes(self, err: FrontendError) -> bool:
-        """Whether to record `err` and go on (else the caller raises it)."""
-        from luminal.compiler.frontend.onnx_ops.context import DataDependent
-
+        """Whether to record `err` and go on (else the caller raises it).  compile stops
+        at a data-dependent input (the ONNX backend specializes on it and lowers again) and
+        at a malformed node."""
         if self.keep_going:
             return True
-        return isinstance(err, UnsupportedOp) and not isinstance(err, DataDependent)
+        return isinstance(err, UnsupportedOp) and reason_of(err) is not Reason.DATA_DEPENDENT
 
     def supported(self, kind: OpKind, node: str) -> None:
         self.outcomes.append(NodeOutcome(kind, node, OpStatus.SUPPORTED))

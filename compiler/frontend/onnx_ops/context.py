@@ -16,13 +16,13 @@ from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import FrontendError, UnsupportedOp
 
 
-class DataDependent(UnsupportedOp):
+class DataDependent(Refusal):
     """An input the lowering needs as a constant (a shape, axes, pads, ...) is computed at
     run time.  `values` name the ONNX values, so a caller that knows the graph inputs'
     values (the ONNX backend) can bind the inputs they derive from and compile again."""
 
     def __init__(self, message: str, *, values: tuple[str, ...], **where: Any) -> None:
-        super().__init__(message, **where)
+        super().__init__(Reason.DATA_DEPENDENT, message, **where)
         self.values = values
 
 
