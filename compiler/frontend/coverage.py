@@ -196,7 +196,7 @@ class Recorder:
 
     keep_going: bool = False
     outcomes: list[NodeOutcome] = field(default_factory=list)
-    problems: list[tuple[str, Reason]] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)  # refusals that are no node's
     #: value name -> what refused it ("node 'r'", "initializer 'w'")
     blocked: dict[str, str] = field(default_factory=dict)
     errors: list[FrontendError] = field(default_factory=list)
@@ -228,7 +228,7 @@ class Recorder:
 
     def problem(self, err: UnsupportedOp, values: Iterable[str], what: str) -> None:
         """A refusal that is no node's (a graph input or initializer); blocks `values`."""
-        self.problems.append((err.message, reason_of(err)))
+        self.problems.append(Finding(reason_of(err), err.message, (), 0))
         self.errors.append(err)
         self.block(values, what)
 
@@ -289,8 +289,7 @@ def build_coverage(census: Mapping[OpKind, Sequence[str]], recorder: Recorder) -
             findings = (Finding(Reason.NOT_LOWERED, detail, (), len(names)),)
         ops.append(OpCoverage(kind, len(names), status, tuple(names[:FIRST_NODES]), findings))
     ops.sort(key=lambda o: (_ORDER[o.status], o.kind))
-    problems = tuple(Finding(reason, detail, (), 0) for detail, reason in recorder.problems)
-    return Coverage(tuple(ops), problems)
+    return Coverage(tuple(ops), tuple(recorder.problems))
 
 
 def opset_refused(census: Mapping[OpKind, Sequence[str]], err: UnsupportedOp) -> Coverage:

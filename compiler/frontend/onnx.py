@@ -3,7 +3,11 @@
 Steps, in order: read the protobuf (no external data yet); confine and check every
 external-data reference; load external data; run onnx's checker and strict shape
 inference; bind symbolic input dims; lower node by node (constants fold as they are
-built); check the outputs against the shapes ONNX inferred.
+built; `onnx_nodes`); check the outputs against the shapes ONNX inferred.
+
+Lowering records each node's outcome in a `coverage.Recorder` and goes on past a refused
+node: `lower` then raises one UnsupportedOp naming every refusal (compile), `analyze`
+returns the op coverage with whatever did lower (inspect).
 """
 
 from __future__ import annotations
@@ -41,23 +45,13 @@ _TWO_GB = 2**31
 def load(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> LoadedModel:
     """Load and lower the ONNX model at `path`.  `dims` binds symbolic input dims."""
     file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{file}: no such model file")
-    model = _read(file)
-    _load_external_data(model, file)
-    _check(model, file)
-    return lower(model, dims or {}, source=str(file))
+    return lower(_read_checked(file), dims or {}, source=str(file))
 
 
 def analyze_file(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> Analysis:
     """`analyze` the ONNX model at `path` (read and checked as `load` does)."""
     file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{file}: no such model file")
-    model = _read(file)
-    _load_external_data(model, file)
-    _check(model, file)
-    return analyze(model, dims or {}, source=str(file))
+    return analyze(_read_checked(file), dims or {}, source=str(file))
 
 
 def lower(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memory>") -> LoadedModel:
@@ -210,6 +204,15 @@ def _facts(
 
 
 # ---- reading and checking ------------------------------------------------------------
+
+
+def _read_checked(file: Path) -> onnx.ModelProto:
+    if not file.is_file():
+        raise UsageError(f"{file}: no such model file")
+    model = _read(file)
+    _load_external_data(model, file)
+    _check(model, file)
+    return model
 
 
 def _read(file: Path) -> onnx.ModelProto:
