@@ -149,6 +149,7 @@ class FrontendError(CompilerError):
     """A node of the source model cannot be lowered as written."""
 
     def __init__(self, message: str, *, op: str = "", node: str = "", opset: int | None = None):
+        self.message = message  # without the op/node/opset prefix
         self.op = op
         self.node = node
         self.opset = opset

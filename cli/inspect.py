@@ -1,4 +1,5 @@
-"""`luminal inspect MODEL`: inputs, outputs, op histogram, parameters, FLOPs, IR size."""
+"""`luminal inspect MODEL`: inputs, outputs, op histogram and coverage, parameters, FLOPs,
+IR size.  A model with unsupported ops is still described (exit 0; `--strict` exits 6)."""
 
 from __future__ import annotations
 
@@ -11,28 +12,50 @@ from rich.console import Console
 from rich.table import Table
 
 from luminal.cli.options import DimOption, JsonOption, parse_dims
-from luminal.compiler.frontend import load_model
+from luminal.compiler.frontend import analyze_model
+from luminal.compiler.frontend.coverage import Coverage, OpStatus
 from luminal.compiler.summary import ModelSummary, summarize
+from luminal.errors import UnsupportedOp
+
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Exit 6 (after printing) when any op is unsupported, for CI gates."
+    ),
+]
+
+_STYLE = {
+    OpStatus.SUPPORTED: "green",
+    OpStatus.UNSUPPORTED: "red",
+    OpStatus.INVALID: "red",
+    OpStatus.NOT_REACHED: "yellow",
+}
 
 
 def inspect_cmd(
     model: Annotated[Path, typer.Argument(help="An .onnx file or a .pt2 ExportedProgram.")],
     dim: DimOption = None,
     as_json: JsonOption = False,
+    strict: StrictOption = False,
 ) -> None:
-    """Describe a model: its inputs and outputs, ops, parameters, FLOPs and IR size.
+    """Describe a model: its inputs and outputs, ops and their coverage (supported or why
+    not), parameters, FLOPs and IR size.
 
     Examples:
 
       luminal inspect model.onnx
 
       luminal inspect model.onnx --dim batch=8 --json
+
+      luminal inspect model.onnx --strict      # exit 6 if any op is unsupported
     """
-    summary = summarize(load_model(model, parse_dims(dim)))
+    summary = summarize(analyze_model(model, parse_dims(dim)))
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
-        return
-    print_summary(Console(), summary)
+    else:
+        print_summary(Console(), summary)
+    if strict and not summary.coverage.complete:
+        raise UnsupportedOp(summary.coverage.message())
 
 
 def print_summary(console: Console, s: ModelSummary) -> None:
@@ -50,19 +73,34 @@ def print_summary(console: Console, s: ModelSummary) -> None:
                 kind, spec.name, "x".join(map(str, spec.shape)) or "scalar", spec.dtype.value
             )
     console.print(io)
-    ops = Table(title="Source ops", title_justify="left")
-    ops.add_column("op")
-    ops.add_column("count", justify="right")
-    for op, count in s.source_ops.items():
-        ops.add_row(op, str(count))
-    console.print(ops)
+    print_coverage(console, s.coverage)
     facts = Table(show_header=False, title="Size", title_justify="left")
     facts.add_column("what")
     facts.add_column("value", justify="right")
     facts.add_row("parameters", f"{s.parameters:,}")
-    facts.add_row("FLOPs per run", f"{s.flops:,} ({s.flops / 1e9:.3f} GFLOP)")
-    facts.add_row("IR nodes", f"{s.ir_nodes:,}")
-    facts.add_row("IR constants", f"{s.constant_bytes / 2**20:.2f} MiB")
-    top = ", ".join(f"{op} {n}" for op, n in list(s.ir_ops.items())[:8])
-    facts.add_row("IR ops (top)", top)
+    if s.ir is None:
+        facts.add_row("IR", "not built (unsupported ops)")
+    else:
+        facts.add_row("FLOPs per run", f"{s.ir.flops:,} ({s.ir.flops / 1e9:.3f} GFLOP)")
+        facts.add_row("IR nodes", f"{s.ir.nodes:,}")
+        facts.add_row("IR constants", f"{s.ir.constant_bytes / 2**20:.2f} MiB")
+        facts.add_row(
+            "IR ops (top)", ", ".join(f"{op} {n}" for op, n in list(s.ir.ops.items())[:8])
+        )
     console.print(facts)
+
+
+def print_coverage(console: Console, coverage: Coverage) -> None:
+    ops = Table(title="Source ops", title_justify="left")
+    ops.add_column("op")
+    ops.add_column("count", justify="right")
+    ops.add_column("status", no_wrap=True)
+    ops.add_column("reason", overflow="fold")
+    for o in coverage.ops:
+        style = _STYLE[o.status]
+        ops.add_row(o.kind.label(), str(o.count), f"[{style}]{o.status.value}[/]", o.reason())
+    console.print(ops)
+    for problem in coverage.problems:
+        console.print(f"[red]unsupported:[/] {problem.detail}", highlight=False)
+    style = "green" if coverage.complete else "red"
+    console.print(f"[{style}]{coverage.summary()}[/]", highlight=False)

@@ -1,13 +1,34 @@
-"""What `luminal inspect` reports about a loaded model; every number is in `to_json()`."""
+"""What `luminal inspect` reports about a model; every number is in `to_json()`.
+
+A model with unsupported ops still has a summary: its inputs, outputs and op coverage; the
+IR facts (nodes, FLOPs, constants) are None because no IR graph was built.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from luminal.compiler.frontend.model import LoadedModel
+from luminal.compiler.frontend.coverage import Coverage
+from luminal.compiler.frontend.model import Analysis
 from luminal.compiler.ir import TensorSpec
 from luminal.compiler.ir.analysis import flops
+
+
+@dataclass(frozen=True)
+class IrFacts:
+    nodes: int
+    ops: Mapping[str, int]
+    flops: int
+    constant_bytes: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "nodes": self.nodes,
+            "ops": dict(self.ops),
+            "flops": self.flops,
+            "constant_bytes": self.constant_bytes,
+        }
 
 
 @dataclass(frozen=True)
@@ -17,13 +38,11 @@ class ModelSummary:
     producer: str
     opset: int | None
     inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]  # those computed (all of them when `ir` is set)
     parameters: int
     source_ops: Mapping[str, int]
-    ir_nodes: int
-    ir_ops: Mapping[str, int]
-    flops: int
-    constant_bytes: int
+    coverage: Coverage
+    ir: IrFacts | None  # None when the model has unsupported ops
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -35,30 +54,29 @@ class ModelSummary:
             "outputs": [_spec(s) for s in self.outputs],
             "parameters": self.parameters,
             "source_ops": dict(self.source_ops),
-            "ir": {
-                "nodes": self.ir_nodes,
-                "ops": dict(self.ir_ops),
-                "flops": self.flops,
-                "constant_bytes": self.constant_bytes,
-            },
+            "ir": None if self.ir is None else self.ir.to_json(),
+            "coverage": self.coverage.to_json(),
         }
 
 
-def summarize(model: LoadedModel) -> ModelSummary:
-    g = model.graph
+def summarize(analysis: Analysis) -> ModelSummary:
+    ir = None
+    if analysis.model is not None:
+        g = analysis.model.graph
+        ir = IrFacts(
+            nodes=len(g.nodes), ops=g.op_histogram(), flops=flops(g), constant_bytes=g.const_bytes()
+        )
     return ModelSummary(
-        source=model.source,
-        format=model.format,
-        producer=model.producer,
-        opset=model.opset,
-        inputs=g.input_specs(),
-        outputs=g.output_specs(),
-        parameters=model.parameters,
-        source_ops=model.source_ops,
-        ir_nodes=len(g.nodes),
-        ir_ops=g.op_histogram(),
-        flops=flops(g),
-        constant_bytes=g.const_bytes(),
+        source=analysis.source,
+        format=analysis.format,
+        producer=analysis.producer,
+        opset=analysis.opset,
+        inputs=analysis.inputs,
+        outputs=analysis.outputs,
+        parameters=analysis.parameters,
+        source_ops=analysis.source_ops,
+        coverage=analysis.coverage,
+        ir=ir,
     )
 
 

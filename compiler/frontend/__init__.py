@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from luminal.compiler.frontend.model import LoadedModel
+from luminal.compiler.frontend.model import Analysis, LoadedModel
 from luminal.errors import ModelLoadError, UsageError
 
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".tar")
@@ -25,6 +25,30 @@ EXPORT_HINT = (
 
 def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> LoadedModel:
     """Load the model file at `path` into the IR."""
+    file = _model_file(path)
+    if file.suffix.lower() == ".pt2":
+        from luminal.compiler.frontend import torch as torch_frontend
+
+        with warnings.catch_warnings():  # torch's deprecation chatter is not the user's concern
+            warnings.simplefilter("ignore")
+            return torch_frontend.load_exported(file)
+    from luminal.compiler.frontend import onnx as onnx_frontend
+
+    return onnx_frontend.load(file, dims)
+
+
+def analyze_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> Analysis:
+    """What `inspect` shows: an ONNX model is analyzed op by op even when some ops are
+    unsupported; a .pt2 program is loaded (its frontend stops at the first unsupported op)."""
+    file = _model_file(path)
+    if file.suffix.lower() == ".onnx":
+        from luminal.compiler.frontend import onnx as onnx_frontend
+
+        return onnx_frontend.analyze_file(file, dims)
+    return Analysis.of(load_model(file, dims))
+
+
+def _model_file(path: str | os.PathLike[str]) -> Path:
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
@@ -34,17 +58,11 @@ def load_model(path: str | os.PathLike[str], dims: Mapping[str, int] | None = No
         )
     if not file.exists():
         raise UsageError(f"{file}: no such model file")
-    if suffix == ".pt2":
-        from luminal.compiler.frontend import torch as torch_frontend
-
-        with warnings.catch_warnings():  # torch's deprecation chatter is not the user's concern
-            warnings.simplefilter("ignore")
-            return torch_frontend.load_exported(file)
-    if suffix == ".onnx":
-        from luminal.compiler.frontend import onnx as onnx_frontend
-
-        return onnx_frontend.load(file, dims)
-    raise ModelLoadError(file, f"unknown model type '{suffix or '(none)'}'; expected .onnx or .pt2")
+    if suffix not in (".pt2", ".onnx"):
+        raise ModelLoadError(
+            file, f"unknown model type '{suffix or '(none)'}'; expected .onnx or .pt2"
+        )
+    return file
 
 
-__all__ = ["LoadedModel", "load_model"]
+__all__ = ["Analysis", "LoadedModel", "analyze_model", "load_model"]

@@ -3,7 +3,11 @@
 Steps, in order: read the protobuf (no external data yet); confine and check every
 external-data reference; load external data; run onnx's checker and strict shape
 inference; bind symbolic input dims; lower node by node (constants fold as they are
-built); check the outputs against the shapes ONNX inferred.
+built; `onnx_nodes`); check the outputs against the shapes ONNX inferred.
+
+Lowering records each node's outcome in a `coverage.Recorder` and goes on past a refused
+node: `lower` then raises one UnsupportedOp naming every refusal (compile), `analyze`
+returns the op coverage with whatever did lower (inspect).
 """
 
 from __future__ import annotations
@@ -11,30 +15,28 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import external_data_helper, helper, numpy_helper
+from onnx import external_data_helper, numpy_helper
 
-from luminal.compiler.frontend import onnx_control, onnx_functions
-from luminal.compiler.frontend.model import LoadedModel
-from luminal.compiler.frontend.onnx_ops import DOMAIN_OPS, OPS, NodeContext
-from luminal.compiler.frontend.onnx_ops.context import DataDependent
-from luminal.compiler.frontend.onnx_precision import ValueTypes, widen
-from luminal.compiler.frontend.onnx_precision import narrow as narrow_result
-from luminal.compiler.ir import GraphBuilder, Value
-from luminal.compiler.ir.dtypes import ONNX_DTYPES
-from luminal.errors import (
-    FrontendError,
-    GraphError,
-    ModelLoadError,
-    UnsupportedOp,
-    UsageError,
-    one_line,
+from luminal.compiler.frontend import onnx_nodes
+from luminal.compiler.frontend.coverage import (
+    Coverage,
+    Reason,
+    Recorder,
+    Refusal,
+    build_coverage,
+    opset_refused,
 )
+from luminal.compiler.frontend.model import Analysis, LoadedModel
+from luminal.compiler.frontend.onnx_precision import ValueTypes
+from luminal.compiler.ir import GraphBuilder, TensorSpec, Value
+from luminal.compiler.ir.dtypes import ONNX_DTYPES
+from luminal.errors import ModelLoadError, UnsupportedOp, UsageError, one_line
 
-ONNX_TYPE_OF = {dtype: code for code, dtype in ONNX_DTYPES.items()}
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()
 _TWO_GB = 2**31
@@ -43,56 +45,174 @@ _TWO_GB = 2**31
 def load(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> LoadedModel:
     """Load and lower the ONNX model at `path`.  `dims` binds symbolic input dims."""
     file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{file}: no such model file")
-    model = _read(file)
-    _load_external_data(model, file)
-    _check(model, file)
-    return lower(model, dims or {}, source=str(file))
+    return lower(_read_checked(file), dims or {}, source=str(file))
+
+
+def analyze_file(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> Analysis:
+    """`analyze` the ONNX model at `path` (read and checked as `load` does)."""
+    file = Path(path)
+    return analyze(_read_checked(file), dims or {}, source=str(file))
 
 
 def lower(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memory>") -> LoadedModel:
-    """Lower an in-memory, already-checked ModelProto."""
+    """Lower an in-memory, already-checked ModelProto.  Every unsupported op is named in one
+    UnsupportedOp (a single one keeps its own message)."""
     opset = _default_opset(model, source)
+    recorder = Recorder()
+    lowered = _lower(model, dims, source, opset, recorder)
+    recorder.raise_if_refused()
+    return lowered.loaded(model)
+
+
+def analyze(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memory>") -> Analysis:
+    """Lower as far as the model allows and say, per op kind, what is supported and why not.
+    The IR model is there when nothing was refused."""
+    imports = _imports(model)
+    try:
+        opset = _default_opset(model, source)
+    except UnsupportedOp as err:
+        found = onnx_nodes.census(model, MAX_OPSET, imports)
+        return _facts(model, source, None, (), (), opset_refused(found, err))
+    recorder = Recorder(keep_going=True)
+    lowered = _lower(model, dims, source, opset, recorder)
+    coverage = build_coverage(onnx_nodes.census(model, opset, imports), recorder)
+    loaded = None if recorder.errors else lowered.loaded(model)
+    return _facts(
+        model, source, opset, lowered.input_specs(), lowered.output_specs(), coverage, loaded
+    )
+
+
+@dataclass(frozen=True)
+class _Lowered:
+    """A model lowered as far as it goes: the builder and every value computed."""
+
+    b: GraphBuilder
+    env: dict[str, Value]
+    graph: onnx.GraphProto
+    inputs: tuple[str, ...]  # the graph inputs that are not initializers
+    source: str
+    opset: int
+    parameters: int
+
+    def input_specs(self) -> tuple[TensorSpec, ...]:
+        return tuple(_spec(n, self.env[n]) for n in self.inputs if n in self.env)
+
+    def output_specs(self) -> tuple[TensorSpec, ...]:
+        return tuple(
+            _spec(o.name, self.env[o.name]) for o in self.graph.output if o.name in self.env
+        )
+
+    def loaded(self, model: onnx.ModelProto) -> LoadedModel:
+        outputs = {}
+        for out in model.graph.output:
+            if out.name not in self.env:
+                raise ModelLoadError(self.source, f"graph output '{out.name}' is never produced")
+            value = self.env[out.name]
+            _check_declared(out, value, self.source)
+            outputs[out.name] = value
+        return LoadedModel(
+            graph=self.b.build(outputs),
+            source=self.source,
+            format="onnx",
+            source_ops=_histogram(model),
+            parameters=self.parameters,
+            opset=self.opset,
+            producer=_producer(model),
+        )
+
+
+def _lower(
+    model: onnx.ModelProto,
+    dims: Mapping[str, int],
+    source: str,
+    opset: int,
+    recorder: Recorder,
+) -> _Lowered:
     graph = model.graph
     b = GraphBuilder()
     env: dict[str, Value] = {}
     params = 0
     for init in graph.initializer:
-        array = _tensor(init, source)
+        try:
+            array = _tensor(init, source)
+        except UnsupportedOp as err:
+            recorder.problem(err, [init.name], f"initializer '{init.name}'")
+            continue
         params += int(array.size)
         env[init.name] = b.const(array, name=init.name)
+    inputs = []
     for inp in graph.input:
-        if inp.name not in env:
-            env[inp.name] = _graph_input(b, inp, dims, source)
-    histogram: collections.Counter[str] = collections.Counter()
-    types = ValueTypes(model)
-    imports = {
-        o.domain if o.domain != "ai.onnx" else "": int(o.version) for o in model.opset_import
-    }
+        if inp.name not in env and inp.name not in recorder.blocked:
+            inputs.append(inp.name)
+            try:
+                env[inp.name] = _graph_input(b, inp, dims, source)
+            except UnsupportedOp as err:
+                recorder.problem(err, [inp.name], f"graph input '{inp.name}'")
+    run = onnx_nodes.Run(
+        b=b,
+        types=ValueTypes(model),
+        functions={(f.domain, f.name): f for f in model.functions},
+        recorder=recorder,
+        max_opset=MAX_OPSET,
+    )
+    imports = _imports(model)
     for node in graph.node:
-        histogram[node.op_type] += 1
         with b.origin((node.name or (node.output[0] if node.output else node.op_type),)):
-            _lower_node(b, node, env, opset, types, imports)
-    outputs = {}
-    for out in graph.output:
-        if out.name not in env:
-            raise ModelLoadError(source, f"graph output '{out.name}' is never produced")
-        value = env[out.name]
-        _check_declared(out, value, source)
-        outputs[out.name] = value
-    return LoadedModel(
-        graph=b.build(outputs),
+            onnx_nodes.lower_node(run, node, env, opset, imports)
+    return _Lowered(b, env, graph, tuple(inputs), source, opset, params)
+
+
+def _imports(model: onnx.ModelProto) -> dict[str, int]:
+    return {o.domain if o.domain != "ai.onnx" else "": int(o.version) for o in model.opset_import}
+
+
+def _histogram(model: onnx.ModelProto) -> dict[str, int]:
+    histogram = collections.Counter(node.op_type for node in model.graph.node)
+    return dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _producer(model: onnx.ModelProto) -> str:
+    return f"{model.producer_name} {model.producer_version}".strip()
+
+
+def _spec(name: str, value: Value) -> TensorSpec:
+    return TensorSpec(name, tuple(value.shape), value.dtype)
+
+
+def _facts(
+    model: onnx.ModelProto,
+    source: str,
+    opset: int | None,
+    inputs: tuple[TensorSpec, ...],
+    outputs: tuple[TensorSpec, ...],
+    coverage: Coverage,
+    loaded: LoadedModel | None = None,
+) -> Analysis:
+    parameters = sum(int(np.prod(t.dims, dtype=np.int64)) for t in model.graph.initializer)
+    return Analysis(
         source=source,
         format="onnx",
-        source_ops=dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0]))),
-        parameters=params,
+        producer=_producer(model),
         opset=opset,
-        producer=f"{model.producer_name} {model.producer_version}".strip(),
+        parameters=parameters,
+        source_ops=_histogram(model),
+        inputs=inputs,
+        outputs=outputs,
+        coverage=coverage,
+        model=loaded,
     )
 
 
 # ---- reading and checking ------------------------------------------------------------
+
+
+def _read_checked(file: Path) -> onnx.ModelProto:
+    if not file.is_file():
+        raise UsageError(f"{file}: no such model file")
+    model = _read(file)
+    _load_external_data(model, file)
+    _check(model, file)
+    return model
 
 
 def _read(file: Path) -> onnx.ModelProto:
@@ -166,7 +286,8 @@ def _default_opset(model: onnx.ModelProto, source: str) -> int:
     for entry in model.opset_import:
         if entry.domain in ("", "ai.onnx"):
             if not MIN_OPSET <= entry.version <= MAX_OPSET:
-                raise UnsupportedOp(
+                raise Refusal(
+                    Reason.OPSET,
                     f"opset {entry.version} is outside the supported range {MIN_OPSET}-{MAX_OPSET}; "
                     "convert it with onnx.version_converter",
                     opset=entry.version,
@@ -180,8 +301,9 @@ def _default_opset(model: onnx.ModelProto, source: str) -> int:
 def _tensor(tensor: onnx.TensorProto, source: str) -> np.ndarray:
     if tensor.data_type not in ONNX_DTYPES:
         name = onnx.TensorProto.DataType.Name(tensor.data_type)
-        raise UnsupportedOp(
-            f"initializer '{tensor.name}' has element type {name}, which is not supported"
+        raise Refusal(
+            Reason.ELEMENT_TYPE,
+            f"initializer '{tensor.name}' has element type {name}, which is not supported",
         )
     try:
         return numpy_helper.to_array(tensor)
@@ -196,14 +318,16 @@ def _graph_input(
 ) -> Value:
     ttype = inp.type.tensor_type
     if not inp.type.HasField("tensor_type"):
-        raise UnsupportedOp(
-            f"graph input '{inp.name}' is not a tensor (sequences, maps and optionals are not supported)"
+        raise Refusal(
+            Reason.ELEMENT_TYPE,
+            f"graph input '{inp.name}' is not a tensor (sequences, maps and optionals are not supported)",
         )
     dtype = ONNX_DTYPES.get(ttype.elem_type)
     if dtype is None:
         name = onnx.TensorProto.DataType.Name(ttype.elem_type)
-        raise UnsupportedOp(
-            f"graph input '{inp.name}' has element type {name}, which is not supported"
+        raise Refusal(
+            Reason.ELEMENT_TYPE,
+            f"graph input '{inp.name}' has element type {name}, which is not supported",
         )
     if not ttype.HasField("shape"):
         raise ModelLoadError(source, f"graph input '{inp.name}' has no shape")
@@ -219,121 +343,6 @@ def _graph_input(
                 f"graph input '{inp.name}' has symbolic dim '{label}' (axis {k}); bind it with --dim {label}=N"
             )
     return b.input(inp.name, shape, dtype)
-
-
-def _lower_node(
-    b: GraphBuilder,
-    node: onnx.NodeProto,
-    env: dict[str, Value],
-    opset: int,
-    types: ValueTypes,
-    imports: Mapping[str, int],
-    depth: int = 0,
-) -> None:
-    name = node.name or (node.output[0] if node.output else "?")
-    standard = node.domain in ("", "ai.onnx")
-    if standard and node.op_type in onnx_control.CONTROL:
-
-        def lower_inner(inner: onnx.NodeProto, scope: dict[str, Value]) -> None:
-            _lower_node(b, inner, scope, opset, types, imports, depth + 1)
-
-        outs = onnx_control.CONTROL[node.op_type](b, node, env, opset, lower_inner)  # type: ignore[arg-type]
-        for out_name, value in zip(node.output, outs, strict=False):
-            if out_name:
-                env[out_name] = value
-        return
-    lowering = OPS.get(node.op_type) if standard else DOMAIN_OPS.get((node.domain, node.op_type))
-    if lowering is None:
-        version = opset if standard else imports.get(node.domain)
-        if (
-            version is None
-            or depth > 8
-            or not _lower_function(b, node, env, version, types, imports, depth)
-        ):
-            what = (
-                "not supported" if standard else f"custom domain '{node.domain}' is not supported"
-            )
-            raise UnsupportedOp(what, op=node.op_type, node=name, opset=opset)
-        return
-    inputs = []
-    for i in node.input:
-        if i and i not in env:
-            raise FrontendError(
-                f"input '{i}' is used before it is produced",
-                op=node.op_type,
-                node=name,
-                opset=opset,
-            )
-        inputs.append(env[i] if i else None)
-    original = [None if v is None else v.dtype for v in inputs]
-    inputs, narrow = widen(b, inputs)
-    ctx = NodeContext(
-        b, node, inputs, opset, narrow=next(iter(narrow)) if len(narrow) == 1 else None
-    )
-    try:
-        outs = list(lowering(ctx))
-        if narrow:
-            outs = [
-                v if v is None else narrow_result(b, node, o, v, original, types)
-                for o, v in zip(node.output, outs, strict=False)
-            ]
-    except GraphError as err:
-        raise FrontendError(str(err), op=node.op_type, node=name, opset=opset) from None
-    unread = ctx.unread_attrs()
-    if unread:
-        raise UnsupportedOp(
-            f"attribute(s) {unread} not supported", op=node.op_type, node=name, opset=opset
-        )
-    for out_name, value in zip(node.output, outs, strict=False):
-        if out_name and value is not None:
-            env[out_name] = value
-    missing = [
-        o
-        for o, v in zip(node.output, outs + [None] * len(node.output), strict=False)
-        if o and v is None
-    ]
-    if missing:
-        raise UnsupportedOp(
-            f"output(s) {missing} not supported", op=node.op_type, node=name, opset=opset
-        )
-
-
-def _lower_function(
-    b: GraphBuilder,
-    node: onnx.NodeProto,
-    env: dict[str, Value],
-    version: int,
-    types: ValueTypes,
-    imports: Mapping[str, int],
-    depth: int,
-) -> bool:
-    """Lower `node` through its schema's function body; False if it defines none."""
-    input_types = [
-        helper.make_tensor_type_proto(ONNX_TYPE_OF[env[i].dtype], env[i].shape)
-        if i and i in env
-        else None
-        for i in node.input
-    ]
-    found = onnx_functions.function_body(node, version, input_types)
-    if found is None:
-        return False
-    body, body_imports = found
-    scope = {**imports, **body_imports}
-    inner_opset = body_imports.get("", version if node.domain in ("", "ai.onnx") else MAX_OPSET)
-    name = node.name or (node.output[0] if node.output else "?")
-    for inner in body:
-        try:
-            _lower_node(b, inner, env, inner_opset, types, scope, depth + 1)
-        except DataDependent as err:  # name the node's inputs it derives from
-            outer = onnx_functions.sources(body, err.values, set(node.input))
-            raise DataDependent(
-                str(err), values=tuple(outer), op=node.op_type, node=name, opset=version
-            ) from None
-        except FrontendError as err:
-            raise type(err)(
-                f"in its ONNX function body: {err}", op=node.op_type, node=name, opset=version
-            ) from None
-    return True
 
 
 def _check_declared(out: onnx.ValueInfoProto, value: Value, source: str) -> None:

@@ -1,11 +1,13 @@
-"""Expand an ONNX node into the function body its op schema defines.
+"""Expand an ONNX node into the function body its op schema (or the model) defines.
 
 Many newer ONNX ops (CenterCropPad, SpaceToDepth, the window functions, CausalConvWithState,
 FlexAttention, ...) are *functions*: the standard defines them as a graph of simpler ops,
 either fixed or built for the node at hand (a context-dependent function).  An op without
 a lowering of its own is lowered through that body: the body's inputs and outputs are
 renamed to the node's, its internal values get a unique prefix, and attribute references
-are replaced by the node's attributes (or the schema's defaults).
+are replaced by the node's attributes (or the schema's defaults).  A function the model
+defines itself (`ModelProto.functions`, as exporters write for custom modules) is expanded
+the same way.
 """
 
 from __future__ import annotations
@@ -35,6 +37,20 @@ def function_body(
     for name, spec in schema.attributes.items():
         if name not in attrs and spec.default_value and spec.default_value.type:
             attrs[name] = spec.default_value
+    return _expand(node, proto, attrs)
+
+
+def local_body(node: NodeProto, function: FunctionProto) -> tuple[list[NodeProto], dict[str, int]]:
+    """`function_body` for a function the model defines itself (`ModelProto.functions`)."""
+    attrs = {a.name: a for a in node.attribute}
+    for default in function.attribute_proto:
+        attrs.setdefault(default.name, default)
+    return _expand(node, function, attrs)
+
+
+def _expand(
+    node: NodeProto, proto: FunctionProto, attrs: Mapping[str, AttributeProto]
+) -> tuple[list[NodeProto], dict[str, int]]:
     prefix = f"{node.op_type}_{next(_COUNTER)}__"
     names: dict[str, str] = {}
     for k, formal in enumerate(proto.input):

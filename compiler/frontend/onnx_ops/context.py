@@ -10,18 +10,19 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from luminal.compiler.frontend.coverage import Reason, Refusal
 from luminal.compiler.ir import DType, GraphBuilder, Value
 from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import FrontendError, UnsupportedOp
 
 
-class DataDependent(UnsupportedOp):
+class DataDependent(Refusal):
     """An input the lowering needs as a constant (a shape, axes, pads, ...) is computed at
     run time.  `values` name the ONNX values, so a caller that knows the graph inputs'
     values (the ONNX backend) can bind the inputs they derive from and compile again."""
 
     def __init__(self, message: str, *, values: tuple[str, ...], **where: Any) -> None:
-        super().__init__(message, **where)
+        super().__init__(Reason.DATA_DEPENDENT, message, **where)
         self.values = values
 
 
@@ -99,7 +100,13 @@ class NodeContext:
         dt = ONNX_DTYPES.get(int(onnx_type))
         if dt is None:
             name = onnx.TensorProto.DataType.Name(int(onnx_type))
-            raise self.unsupported(f"element type {name} is not supported")
+            raise Refusal(
+                Reason.ELEMENT_TYPE,
+                f"element type {name} is not supported",
+                op=self.op,
+                node=self.name,
+                opset=self.opset,
+            )
         return dt
 
     def round(self, v: Value) -> Value:

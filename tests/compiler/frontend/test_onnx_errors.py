@@ -83,8 +83,13 @@ def test_unsupported_op_names_op_node_and_opset(cli, tmp_path: Path) -> None:  #
     path = tmp_path / "nonzero.onnx"
     onnx.save(model, path)
     _assert_clean_failure(
-        cli, ["inspect", path], 6, "NonZero", "nonzero_node", "opset 18", "not supported"
+        cli, ["run", path], 6, "NonZero", "nonzero_node", "opset 18", "not supported"
     )
+    # inspect describes the model (exit 0) and says what is missing; --strict fails on it
+    rc, out, err = cli("inspect", path)
+    assert rc == 0, err
+    assert "NonZero" in out and "1 of 1 op types unsupported: NonZero" in out
+    _assert_clean_failure(cli, ["inspect", path, "--strict"], 6, "NonZero", "nonzero_node")
 
 
 def test_unsupported_attribute_value(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
