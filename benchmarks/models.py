@@ -365,10 +365,22 @@ def _quiet() -> Iterator[None]:
             torch.backends.mha.set_fastpath_enabled(fastpath)
 
 
+#: Which axes of each input (by position) are symbolic, and their names: a dynamic export.
+DynamicAxes = dict[str, dict[int, str]]
+
+
 def export_onnx(
-    model: SuiteModel, path: str | Path, opset: int = 18, exporter: str = "torchscript"
+    model: SuiteModel,
+    path: str | Path,
+    opset: int = 18,
+    exporter: str = "torchscript",
+    dynamic: DynamicAxes | None = None,
 ) -> Path:
     """Export ``model`` to one self-contained ONNX file at ``path`` (weights inline).
+
+    ``dynamic`` names symbolic axes, e.g. ``{"input_ids": {0: "batch", 1: "seq"}}``: the
+    inputs get them, and so does the first output's leading axes where the input's are
+    the same (``dynamic_axes`` / ``dynamic_shapes``, the way users export).
 
     The file is written to a temporary name next to ``path`` and moved into place with
     ``os.replace``, so readers never observe a partial file.  Returns ``path``.
@@ -381,7 +393,11 @@ def export_onnx(
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with _quiet(), torch.no_grad():
-            proto = _export_proto(model, opset) if exporter == "torchscript" else _dynamo(model)
+            proto = (
+                _export_proto(model, opset, dynamic)
+                if exporter == "torchscript"
+                else _dynamo(model, dynamic)
+            )
         onnx.save_model(proto, str(tmp), save_as_external_data=False)
         os.replace(tmp, path)
     finally:
@@ -389,7 +405,9 @@ def export_onnx(
     return path
 
 
-def _export_proto(model: SuiteModel, opset: int) -> onnx.ModelProto:
+def _export_proto(
+    model: SuiteModel, opset: int, dynamic: DynamicAxes | None = None
+) -> onnx.ModelProto:
     """Export with the TorchScript exporter into memory.
 
     The TorchScript exporter (``dynamo=False``) is used because, in inference mode and with
@@ -411,14 +429,33 @@ def _export_proto(model: SuiteModel, opset: int) -> onnx.ModelProto:
         do_constant_folding=True,
         training=torch.onnx.TrainingMode.PRESERVE,
         dynamo=False,
+        dynamic_axes=_output_axes(model, dynamic) if dynamic else None,
     )
     return onnx.load_model_from_string(buf.getvalue())
 
 
-def _dynamo(model: SuiteModel) -> onnx.ModelProto:
+def _output_axes(model: SuiteModel, dynamic: DynamicAxes) -> dict[str, dict[int, str]]:
+    """The inputs' symbolic axes, and the first output's: the leading ones the first
+    input shares (batch, and sequence for a text model)."""
+    axes = {name: dict(ax) for name, ax in dynamic.items()}
+    first = dynamic.get(model.input_names[0], {})
+    lead = {k: v for k, v in first.items() if k == 0 or (k == 1 and 0 in first)}
+    axes[model.output_names[0]] = lead
+    return axes
+
+
+def _dynamo(model: SuiteModel, dynamic: DynamicAxes | None = None) -> onnx.ModelProto:
     """Export with the dynamo exporter (`torch.onnx.export(..., dynamo=True)`), the one
     torch recommends: its optimizer folds BatchNormalization into Conv and emits the
     opset it chooses (18 or later)."""
+    shapes = None
+    if dynamic:
+        dims: dict[str, torch.export.Dim] = {}
+        shapes = tuple(
+            {k: dims.setdefault(d, torch.export.Dim(d)) for k, d in dynamic.get(n, {}).items()}
+            or None
+            for n in model.input_names
+        )
     program = torch.onnx.export(
         model.module.eval(),
         model.example_inputs,
@@ -426,6 +463,7 @@ def _dynamo(model: SuiteModel) -> onnx.ModelProto:
         output_names=list(model.output_names),
         dynamo=True,
         verbose=False,
+        dynamic_shapes=shapes,
     )
     return program.model_proto
 

@@ -10,14 +10,16 @@
 list of numpy arrays in the order asked for (all outputs for None).  A model file is
 compiled on the fly, into a private temporary folder (`cache_dir` keeps the artifact);
 an `.lmnl` artifact is verified and loaded as `luminal.load` does.  Symbolic input dims are
-bound with `dims={"batch": 8}` (ONNX Runtime binds them per call; luminal compiles static
-shapes).  Runs are metered as `luminal.load`'s are; `close()` flushes the usage now.  Compiling a model needs a license entitling `compile` (the check is
+bound with `dims={"batch": 8}`, or served over a range with `profile={"batch": (1, 32, 8)}`
+(min, max, opt: one compile, every size in range; compiler/shapes); a symbolic dim neither
+binds is served from 1 to AUTO_PROFILE_MAX, as ONNX Runtime serves any size.  Runs are metered as `luminal.load`'s are; `close()` flushes the usage now.  Compiling a model needs a license entitling `compile` (the check is
 `compile_model`'s, so the refusal is the CLI's LicenseError); loading an artifact does not.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +93,7 @@ class InferenceSession:
         provider_options: Sequence[Any] | None = None,
         *,
         dims: Mapping[str, int] | None = None,
+        profile: Mapping[str, tuple[int, ...]] | None = None,
         options: CompileOptions | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         trust_unsigned: bool = False,
@@ -116,6 +119,13 @@ class InferenceSession:
             model = upgrade(path_or_bytes)
             _check(model)
             self._meta = _metadata(model)
+            if _symbolic_dims(model) - set(dims or {}) or profile:
+                with tempfile.TemporaryDirectory(prefix="luminal-model-") as tmp:
+                    file = Path(tmp) / "model.onnx"
+                    onnx.save(model, file)
+                    keep = Path(cache_dir) / "model.lmnl" if cache_dir is not None else None
+                    self._session = _compile_profile(file, dims, profile, options, keep)
+                return
             loaded = onnx_frontend.lower(model, dims or {}, source=SOURCE)
             keep = Path(cache_dir) / "model.lmnl" if cache_dir is not None else None
             self._session = compile_to_session(loaded, options, keep)
@@ -128,19 +138,42 @@ class InferenceSession:
         from luminal.compiler.frontend import load_model
         from luminal.integrations.build import compile_to_session
 
+        keep = Path(cache_dir) / f"{path.stem}.lmnl" if cache_dir is not None else None
         if path.suffix.lower() == ".onnx" and path.is_file():
             self._meta = _file_metadata(path)
+            from luminal.compiler.frontend.dims import symbolic_axes
+
+            named = {d for ax in symbolic_axes(path).values() for d in ax.values()}
+            if named - set(dims or {}) or profile:
+                self._session = _compile_profile(path, dims, profile, options, keep)
+                return
         loaded = load_model(path, dims)
-        keep = Path(cache_dir) / f"{path.stem}.lmnl" if cache_dir is not None else None
         self._session = compile_to_session(loaded, options, keep)
 
     # ---- ONNX Runtime's API -------------------------------------------------------------
 
     def get_inputs(self) -> list[NodeArg]:
-        return [NodeArg(s.name, list(s.shape), ORT_TYPES[s.dtype]) for s in self._session.inputs]
+        """Inputs; a profiled dim is named, as ONNX Runtime names a symbolic one."""
+        spec = self._session.manifest.profile
+        out = []
+        for s in self._session.inputs:
+            axes = spec.axes.get(s.name, {}) if spec is not None else {}
+            shape: list[int | str] = [axes.get(k, d) for k, d in enumerate(s.shape)]
+            out.append(NodeArg(s.name, shape, ORT_TYPES[s.dtype]))  # type: ignore[arg-type]
+        return out
 
     def get_outputs(self) -> list[NodeArg]:
-        return [NodeArg(s.name, list(s.shape), ORT_TYPES[s.dtype]) for s in self._session.outputs]
+        spec = self._session.manifest.profile
+        tags = spec.specializations[0].outputs if spec is not None else {}
+        out = []
+        for s in self._session.outputs:
+            axes = tags.get(s.name, ())
+            shape: list[int | str] = [
+                "*".join(t.dim for t in axes[k]) if k < len(axes) and axes[k] else d
+                for k, d in enumerate(s.shape)
+            ]
+            out.append(NodeArg(s.name, shape, ORT_TYPES[s.dtype]))  # type: ignore[arg-type]
+        return out
 
     def get_modelmeta(self) -> ModelMetadata:
         return self._meta
@@ -181,6 +214,50 @@ class InferenceSession:
     def __repr__(self) -> str:
         ins = ", ".join(f"{a.name}: {a.type} {a.shape}" for a in self.get_inputs())
         return f"<luminal {__version__} InferenceSession ({ins})>"
+
+
+#: A symbolic dim that neither `dims` nor `profile` names is served from 1 to this.
+AUTO_PROFILE_MAX = 64
+
+
+def _symbolic_dims(model: onnx.ModelProto) -> set[str]:
+    weights = {i.name for i in model.graph.initializer}
+    return {
+        d.dim_param
+        for inp in model.graph.input
+        if inp.name not in weights
+        for d in inp.type.tensor_type.shape.dim
+        if not d.HasField("dim_value") and d.dim_param
+    }
+
+
+def _compile_profile(
+    path: Path,
+    dims: Mapping[str, int] | None,
+    profile: Mapping[str, tuple[int, ...]] | None,
+    options: CompileOptions | None,
+    keep: Path | None,
+) -> Session:
+    """The model at `path` compiled as a shape profile (every symbolic dim not in `dims`
+    over `profile`'s range, or 1..AUTO_PROFILE_MAX) and loaded."""
+    from luminal.compiler.frontend.dims import symbolic_axes
+    from luminal.compiler.pipeline import CompileOptions
+    from luminal.compiler.shapes.build import compile_profiled
+    from luminal.compiler.shapes.profile import fit_profile
+
+    fixed = dict(dims or {})
+    named = sorted({d for ax in symbolic_axes(path).values() for d in ax.values()} - set(fixed))
+    ranges = []
+    for name in sorted(set(named) | set(profile or {})):
+        given = (profile or {}).get(name, (1, AUTO_PROFILE_MAX))
+        if not 2 <= len(given) <= 3:
+            raise UsageError(f"profile['{name}']: expected (min, max) or (min, max, opt)")
+        lo, hi = int(given[0]), int(given[1])
+        ranges.append((name, lo, hi, int(given[2]) if len(given) == 3 else hi))
+    with tempfile.TemporaryDirectory(prefix="luminal-session-") as tmp:
+        out = keep or Path(tmp) / "model.lmnl"
+        compile_profiled(path, out, fit_profile(ranges), fixed, options or CompileOptions())
+        return load(out)
 
 
 def _parse(data: bytes) -> onnx.ModelProto:

@@ -340,7 +340,8 @@ def _graph_input(
         else:
             label = dim.dim_param or f"#{k}"
             raise UsageError(
-                f"graph input '{inp.name}' has symbolic dim '{label}' (axis {k}); bind it with --dim {label}=N"
+                f"graph input '{inp.name}' has symbolic dim '{label}' (axis {k}); bind it with "
+                f"--dim {label}=N or serve a range with --profile {label}=MIN..MAX"
             )
     return b.input(inp.name, shape, dtype)
 

@@ -179,15 +179,14 @@ def fit_profile(
     ranges: Sequence[tuple[str, int, int, int]], chosen: Mapping[str, Sequence[int]] = {}
 ) -> ShapeProfile:
     """(name, min, max, opt) per dim, with default buckets BUCKET_RATIO apart, or the
-    smallest power-of-2 ratio that keeps the specializations within MAX_BUCKETS (dims in
-    `chosen` keep the buckets named there)."""
+    smallest power-of-2 ratio that keeps the specializations within MAX_BUCKETS, down to
+    min, opt and max alone (dims in `chosen` keep the buckets named there)."""
     ratio = BUCKET_RATIO
+    largest = max((r[2] for r in ranges), default=1)
     while True:
         profile = ShapeProfile(tuple(make_range(*r, chosen.get(r[0]), ratio) for r in ranges))
-        if len(profile.points()) <= MAX_BUCKETS or all(
-            len(d.buckets) <= 2 or d.name in chosen for d in profile.dims
-        ):
-            return profile
+        if len(profile.points()) <= MAX_BUCKETS or ratio > largest:
+            return profile  # the coarsest: each dim at min, opt and max
         ratio *= 2
 
 

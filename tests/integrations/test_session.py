@@ -98,3 +98,22 @@ def test_symbolic_dims_are_bound_at_construction(tmp_path: Path) -> None:
 def test_exported_from_the_package() -> None:
     assert "InferenceSession" in luminal.__all__
     assert luminal.InferenceSession.__module__ == "luminal.integrations.session"
+
+
+def test_a_symbolic_model_serves_its_profile_like_onnx_runtime(tmp_path: Path) -> None:
+    from tests.compiler.shapes.test_profiled_compile import _attention_model
+
+    model = _attention_model(tmp_path / "attention.onnx")
+    sess = luminal.InferenceSession(
+        str(model), profile={"batch": (1, 2), "seq": (1, 8, 4)}, cache_dir=tmp_path / "cache"
+    )
+    assert [i.shape for i in sess.get_inputs()] == [["batch", "seq", 8]]
+    assert sess.get_outputs()[1].shape == ["batch", 8]
+    reference = ort.InferenceSession(str(model))
+    for batch, seq in [(1, 1), (2, 3), (2, 8), (1, 6)]:
+        x = np.random.default_rng(seq).standard_normal((batch, seq, 8)).astype(np.float32)
+        for got, want in zip(sess.run(None, {"x": x}), reference.run(None, {"x": x}), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(UsageError, match="dim 'seq' = 9 is outside"):
+        sess.run(None, {"x": np.zeros((1, 9, 8), np.float32)})
+    assert (tmp_path / "cache" / "attention.lmnl").is_file()

@@ -77,3 +77,89 @@ def test_graph_needing_autograd_falls_back(caplog: pytest.LogCaptureFixture) -> 
     y.sum().backward()  # eager autograd still works
     assert layer.weight.grad is not None
     assert any("autograd" in r.getMessage() for r in caplog.records)
+
+
+@pytest.fixture
+def _one_graph_for_every_size():  # type: ignore[no-untyped-def]
+    """Dynamo specializes sizes 0 and 1 into graphs of their own unless told not to."""
+    import torch.fx.experimental._config as fx_config
+
+    with fx_config.patch(backed_size_oblivious=True):
+        yield
+
+
+def _count_profiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = torch_dynamo.compile_points
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch_dynamo, "compile_points", spy)
+    return calls
+
+
+class _Block(torch.nn.Module):
+    """Linear, GELU, LayerNorm (whose eps Dynamo lifts to a tensor), attention over the
+    sequence: every kind of op padding must get right."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(torch.nn.functional.gelu(self.proj(x)))
+        p = torch.softmax(h @ h.transpose(1, 2), dim=-1)
+        return (p @ h).mean(dim=1)
+
+
+def test_dynamic_serves_every_batch_with_one_compile(
+    monkeypatch: pytest.MonkeyPatch, _one_graph_for_every_size: None
+) -> None:
+    monkeypatch.setattr(torch_dynamo, "DYNAMIC_MAX", 4)  # 1..4: three buckets, a fast test
+    profiles = _count_profiles(monkeypatch)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4)
+    ).eval()
+    fast = torch.compile(module, backend="luminal", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 1, 3, 4):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(fast(x), module(x), rtol=1e-4, atol=1e-5)
+    assert len(profiles) == 1
+
+
+@pytest.mark.slow
+def test_dynamic_serves_every_batch_and_sequence_with_one_compile(
+    monkeypatch: pytest.MonkeyPatch, _one_graph_for_every_size: None
+) -> None:
+    monkeypatch.setattr(torch_dynamo, "DYNAMIC_MAX", 8)
+    profiles = _count_profiles(monkeypatch)
+    torch.manual_seed(0)
+    module = _Block().eval()
+    fast = torch.compile(module, backend="luminal", dynamic=True)
+    with torch.no_grad():
+        # (Dynamo's own matmul decomposition guards sequence != 1: a length-1 sequence is
+        # a graph of Dynamo's making, not a recompile of luminal's profile.)
+        for batch, seq in [(2, 4), (1, 2), (3, 7), (2, 8), (1, 5)]:
+            x = torch.randn(batch, seq, 8)
+            torch.testing.assert_close(fast(x), module(x), rtol=1e-4, atol=1e-5)
+    assert len(profiles) == 1
+
+
+@pytest.mark.slow
+def test_dynamic_serves_batches_1_to_16_with_one_compile(
+    monkeypatch: pytest.MonkeyPatch, _one_graph_for_every_size: None
+) -> None:
+    profiles = _count_profiles(monkeypatch)
+    model = build("mlp")
+    fast = torch.compile(model.module, backend="luminal", dynamic=True)
+    (x,) = model.example_inputs
+    with torch.no_grad():
+        for batch in range(1, 17):
+            xb = torch.randn(batch, *x.shape[1:])
+            torch.testing.assert_close(fast(xb), model.module(xb), rtol=1e-4, atol=1e-5)
+    assert len(profiles) == 1

@@ -74,3 +74,8 @@ def test_shapes() -> None:
     for bad in ("x=", "x=1x0", "=3", "x=1xq"):
         with pytest.raises(UsageError, match="--shapes"):
             parse_shapes([bad])
+
+
+def test_many_dims_coarsen_down_to_min_opt_and_max() -> None:
+    p = fit_profile([("a", 1, 8, 2), ("b", 1, 8, 4), ("c", 1, 64, 8)])
+    assert [d.buckets for d in p.dims] == [(1, 2, 8), (1, 4, 8), (1, 8, 64)]
