@@ -140,7 +140,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
     ]
     for r in results:
         ok = all(p["ok"] for p in r["parity"].values())
-        worst = max(p["max_abs_error"] for p in r["parity"].values())
+        worst = max(p["max_abs"] for p in r["parity"].values())
         o, pad = r["opt"], r["padded"]
         bucket_text = "; ".join(f"{d} {','.join(map(str, b))}" for d, b in r["buckets"].items())
         lines.append(

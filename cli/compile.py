@@ -267,11 +267,14 @@ def print_profiled(console: Console, r: ProfiledResult) -> None:
         title=f"Profile {', '.join(d.describe() for d in r.spec.profile.dims)}",
         title_justify="left",
     )
-    for col in ("specialization", "kernels", "masked reductions", "compile s"):
-        table.add_column(col, justify="left" if col == "specialization" else "right")
+    for col in ("specialization", "serves", "kernels", "masked reductions", "compile s"):
+        table.add_column(col, justify="right" if col in ("kernels", "compile s") else "left")
     for p in r.points:
         sizes = ", ".join(f"{d}={v}" for d, v in p.point.items())
-        table.add_row(sizes, str(p.result.kernels), str(p.masks), f"{p.result.total_seconds:.1f}")
+        serves = "this shape" if p.exact else "sizes up to it"
+        table.add_row(
+            sizes, serves, str(p.result.kernels), str(p.masks), f"{p.result.total_seconds:.1f}"
+        )
     console.print(table)
     check = (
         "no size in the profile is padded"

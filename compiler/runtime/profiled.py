@@ -45,7 +45,7 @@ class ProfiledExecutable:
         self.spec: ProfileSpec = manifest.profile
         self.inputs = public_specs(manifest.inputs)
         self._by_point = {s.key(): s for s in self.spec.specializations}
-        self._loaded: dict[tuple[tuple[str, int], ...], Executable] = {
+        self._loaded: dict[tuple[tuple[tuple[str, int], ...], bool], Executable] = {
             self.spec.specializations[0].key(): opt
         }
         self._loader = loader
@@ -77,7 +77,10 @@ class ProfiledExecutable:
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         sizes = self.sizes(inputs)
         point = self.spec.profile.point_for(sizes)
-        chosen = self._by_point[tuple(sorted(point.items()))]
+        key = tuple(sorted(point.items()))
+        chosen = (point == sizes and self._by_point.get((key, True))) or self._by_point[
+            (key, False)
+        ]
         exe = self._executable(chosen)
         feeds = pad_feeds(
             {s.name: np.asarray(inputs[s.name]) for s in self.inputs if s.name in inputs},

@@ -5,9 +5,11 @@
     check padding on the reference interpreter at a padded size
     write the opt point's artifact with the others inside it and the ProfileSpec
 
-The opt point gets the whole search budget; the other points share the same budget
-again, so a profile compiles in about twice a static compile's search time (and the
-tuning database keeps every point's winners for the next compile).
+The opt point is built twice: the model itself, unmasked, for calls at exactly the opt
+shape (a static compile's code), with the whole search budget; and masked, for the sizes
+padded up to it.  The other builds share the same budget again, so a profile compiles in
+about twice a static compile's search time (and the tuning database keeps every point's
+winners for the next compile).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class PointResult:
     point: Mapping[str, int]
     result: CompileResult
     masks: int  # reductions reading through a padding mask
+    exact: bool = False  # the opt point's unmasked build, for that shape only
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ProfiledResult:
             "path": str(self.path),
             "profile": self.spec.to_json(),
             "points": [
-                {"point": dict(p.point), "masks": p.masks, **p.result.to_json()}
+                {"point": dict(p.point), "exact": p.exact, "masks": p.masks, **p.result.to_json()}
                 for p in self.points
             ],
             "padding_check": None
@@ -144,25 +147,27 @@ def compile_points(
     sizes, `axes` where the profile's dims sit in its inputs."""
     started = time.monotonic()
     points = profile.points()
-    others = len(points) - 1
     results: list[PointResult] = []
     padded: dict[tuple[tuple[str, int], ...], PaddedGraph] = {}
     members: dict[str, bytes] = {}
     specs: list[Specialization] = []
     with tempfile.TemporaryDirectory(prefix="luminal-profile-") as tmp:
-        for n, point in enumerate(points):
-            if on_point:
-                on_point(point, n, len(points))
+        jobs = []
+        for point in points:
             loaded = load(point)
             pg = pad_graph(loaded.graph, axes)
-            key = tuple(sorted(point.items()))
-            padded[key] = pg
+            padded[tuple(sorted(point.items()))] = pg
+            jobs.extend(_jobs(profile, point, loaded, pg, first=not jobs))
+        shared = len(jobs) - 1
+        for n, (point, model, spec, masks) in enumerate(jobs):
+            if on_point:
+                on_point(point, n, len(jobs))
             budget = options.budget_seconds
-            if n and budget is not None and others:
-                budget = budget / others
+            if n and budget is not None:
+                budget = budget / shared  # the opt point's exact build gets the whole budget
             path = Path(tmp) / f"{n}.lmnl"
             result = compile_model(
-                dataclasses.replace(loaded, graph=pg.graph),
+                model,
                 path,
                 dataclasses.replace(options, budget_seconds=budget),
                 on_step=on_step,
@@ -170,11 +175,13 @@ def compile_points(
                 target=target,
                 on_license=on_license,
             )
-            results.append(PointResult(point, result, pg.masks))
-            member = "" if n == 0 else f"{SPECIALIZATION_PREFIX}{_member_name(point)}.lmnl"
-            specs.append(Specialization(point, member, pg.dims, pg.outputs))
+            results.append(PointResult(point, result, masks, spec.exact))
             if n:
-                members[member] = path.read_bytes()
+                spec = dataclasses.replace(
+                    spec, member=f"{SPECIALIZATION_PREFIX}{_member_name(point, spec.exact)}.lmnl"
+                )
+                members[spec.member] = path.read_bytes()
+            specs.append(spec)
             if result.interrupted:
                 break  # Ctrl-C: no partial profile is written
         if results[-1].result.interrupted:
@@ -236,8 +243,33 @@ def _smallest_served(buckets: tuple[int, ...], lo: int, bucket: int) -> int:
     return max(below) + 1 if below else lo
 
 
-def _member_name(point: Mapping[str, int]) -> str:
-    return ".".join(f"{d}{n}" for d, n in sorted(point.items()))
+def _jobs(
+    profile: ShapeProfile,
+    point: Mapping[str, int],
+    loaded: LoadedModel,
+    pg: PaddedGraph,
+    first: bool,
+) -> list[tuple[Mapping[str, int], LoadedModel, Specialization, int]]:
+    """The builds for one point: its masked graph, which serves every size the bucket
+    covers; for the opt point (`first`) also the model itself, unmasked, which serves the
+    opt shape exactly (a static compile's code: the masks cost nothing there)."""
+    masked = dataclasses.replace(loaded, graph=pg.graph)
+    padding = Specialization(point, "", pg.dims, pg.outputs)
+    if not first:
+        return [(point, masked, padding, pg.masks)]
+    paddable = any(
+        _smallest_served(d.buckets, d.lo, point[d.name]) < point[d.name] for d in profile.dims
+    )
+    exact = Specialization(point, "", (), pg.outputs, exact=True)
+    if not paddable:
+        return [(point, loaded, exact, 0)]
+    if not pg.masks:
+        return [(point, masked, padding, 0)]
+    return [(point, loaded, exact, 0), (point, masked, padding, pg.masks)]
+
+
+def _member_name(point: Mapping[str, int], exact: bool = False) -> str:
+    return ".".join(f"{d}{n}" for d, n in sorted(point.items())) + (".exact" if exact else "")
 
 
 def _point_name(point: Mapping[str, int]) -> str:

@@ -25,15 +25,17 @@ class Specialization:
     member: str  # the inner artifact's member name; "" for the artifact's own library
     padded: tuple[str, ...]  # the dims it takes a length input for
     outputs: Mapping[str, NodeTags]  # where each output holds padded positions
+    exact: bool = False  # unmasked: serves only sizes equal to its point
 
-    def key(self) -> tuple[tuple[str, int], ...]:
-        return tuple(sorted(self.point.items()))
+    def key(self) -> tuple[tuple[tuple[str, int], ...], bool]:
+        return tuple(sorted(self.point.items())), self.exact
 
     def to_json(self) -> dict[str, Any]:
         return {
             "point": dict(self.point),
             "member": self.member,
             "padded": list(self.padded),
+            "exact": self.exact,
             "outputs": {
                 name: [[[t.dim, t.size, t.inner] for t in axis] for axis in tags]
                 for name, tags in self.outputs.items()
@@ -46,6 +48,7 @@ class Specialization:
             point={str(k): _count(v) for k, v in data["point"].items()},
             member=str(data["member"]),
             padded=tuple(str(d) for d in data["padded"]),
+            exact=_flag(data.get("exact", False)),
             outputs={
                 str(name): tuple(
                     tuple(Tag(str(d), _count(s), _count(i)) for d, s, i in axis) for axis in tags
@@ -59,7 +62,9 @@ class Specialization:
 class ProfileSpec:
     profile: ShapeProfile
     axes: Mapping[str, Mapping[int, str]]  # input -> axis -> profile dim
-    specializations: tuple[Specialization, ...]  # the opt point's first
+    #: the opt point's first; every point has a masked (padding) one, the opt point an
+    #: exact one too when padding needs masks
+    specializations: tuple[Specialization, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,10 +85,13 @@ class ProfileSpec:
             specs = tuple(Specialization.from_json(s) for s in data["specializations"])
             names = set(profile.names)
             points = {tuple(sorted(p.items())) for p in profile.points()}
+            keys = [s.key() for s in specs]
             if (
                 not specs
-                or {s.key() for s in specs} != points
-                or len(specs) != len(points)
+                or len(set(keys)) != len(keys)
+                or {k for k, exact in keys} != points
+                or any(exact and s.padded for (_, exact), s in zip(keys, specs, strict=True))
+                or specs[0].point != profile.points()[0]
                 or any(d not in names for ax in axes.values() for d in ax.values())
                 or any(not set(s.padded) <= names for s in specs)
                 or specs[0].member != ""
@@ -95,6 +103,12 @@ class ProfileSpec:
                 f"{where}: manifest field 'profile' is not a profile record"
             ) from None
         return ProfileSpec(profile, axes, specs)
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError
+    return value
 
 
 def _count(value: Any) -> int:

@@ -89,9 +89,13 @@ def test_the_artifact_records_its_profile_and_checked_padding(profiled) -> None:
     spec = art.manifest.profile
     assert spec is not None
     assert [d.describe() for d in spec.profile.dims] == ["batch=1..4:2", "seq=1..16:8"]
-    assert spec.specializations[0].point == {"batch": 2, "seq": 8}  # the opt point first
-    assert len(spec.specializations) == 4
-    assert all(p.masks == 3 for p in result.points)  # softmax's max and sum, the mean
+    # the opt point first, unmasked for its own shape, then masked for what pads up to it
+    first, second = spec.specializations[:2]
+    assert (first.point, first.exact, first.padded) == ({"batch": 2, "seq": 8}, True, ())
+    assert (second.point, second.exact, second.padded) == (first.point, False, ("batch", "seq"))
+    assert len(spec.specializations) == 5
+    # softmax's max and sum, and the mean, read through masks in every padded build
+    assert [p.masks for p in result.points] == [0, 3, 3, 3, 3]
     assert result.checked_at == {"batch": 1, "seq": 1}
     session = luminal.load(result.path, meter=None)
     assert [(s.name, s.shape) for s in session.inputs] == [("x", (2, 8, 8))]  # no lengths
@@ -113,6 +117,8 @@ def test_a_hand_edited_profile_record_is_an_integrity_error(profiled) -> None:  
         lambda p: p["specializations"].pop(),
         lambda p: p["dims"][0].update(buckets=[2]),
         lambda p: p["specializations"][1].update(member="model.so"),
+        lambda p: p["specializations"][1].update(exact=True),
+        lambda p: p["specializations"][0].update(exact="yes"),
         lambda p: p.update(axes={"x": {"0": "nope"}}),
         lambda p: p["specializations"][0]["outputs"].update(p=[[["seq", -1, 1]]]),
     ):
@@ -137,7 +143,7 @@ def test_the_cli_compiles_a_profile_and_fixes_shapes(cli, tmp_path: Path) -> Non
     code, stdout, err = cli("compile", model, "-o", out, "--budget", "off", *args, "--json")
     assert code == 0, err
     report = json.loads(stdout)
-    assert [p["point"] for p in report["points"]] == [{"seq": 8}, {"seq": 4}]
+    assert [p["point"] for p in report["points"]] == [{"seq": 8}, {"seq": 8}, {"seq": 4}]
     code, stdout, err = cli("compile", model, "-o", out, "--shapes", "x=2x3x8", "--json")
     assert code == 0, err
     assert [s.shape for s in luminal.load(out, meter=None).inputs] == [(2, 3, 8)]
