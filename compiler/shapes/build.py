@@ -15,14 +15,13 @@ winners for the next compile).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from luminal.compiler.artifact import read_artifact, write_artifact
 from luminal.compiler.backends.target import Target
@@ -42,6 +41,8 @@ from luminal.references.parity import agrees
 
 #: The model loaded with the profile's dims at these sizes.
 PointLoader = Callable[[Mapping[str, int]], LoadedModel]
+#: One build: its point, the model it compiles, its record, its masked reductions.
+Job = tuple[Mapping[str, int], LoadedModel, Specialization, int]
 
 
 @dataclass(frozen=True)
@@ -148,23 +149,28 @@ def compile_points(
     started = time.monotonic()
     points = profile.points()
     results: list[PointResult] = []
+    checking = padding_check_point(profile)  # the one point whose padding is checked
     padded: dict[tuple[tuple[str, int], ...], PaddedGraph] = {}
     members: dict[str, bytes] = {}
     specs: list[Specialization] = []
     with tempfile.TemporaryDirectory(prefix="luminal-profile-") as tmp:
-        jobs = []
-        for point in points:
-            loaded = load(point)
+
+        def prepare(point: Mapping[str, int], first: bool) -> list[Job]:
+            loaded = load(point)  # one point's graph and weights in memory at a time
             pg = pad_graph(loaded.graph, axes)
-            padded[tuple(sorted(point.items()))] = pg
-            jobs.extend(_jobs(profile, point, loaded, pg, first=not jobs))
-        shared = len(jobs) - 1
+            if checking is not None and point == checking[0]:
+                padded[tuple(sorted(point.items()))] = pg
+            return _jobs(profile, point, loaded, pg, first)
+
+        opt_jobs = prepare(points[0], True)
+        total = len(opt_jobs) + len(points) - 1
+        jobs = itertools.chain(opt_jobs, (j for p in points[1:] for j in prepare(p, False)))
         for n, (point, model, spec, masks) in enumerate(jobs):
             if on_point:
-                on_point(point, n, len(jobs))
+                on_point(point, n, total)
             budget = options.budget_seconds
             if n and budget is not None:
-                budget = budget / shared  # the opt point's exact build gets the whole budget
+                budget = budget / (total - 1)  # the first build gets the whole budget
             path = Path(tmp) / f"{n}.lmnl"
             result = compile_model(
                 model,
@@ -186,7 +192,10 @@ def compile_points(
                 break  # Ctrl-C: no partial profile is written
         if results[-1].result.interrupted:
             raise KeyboardInterrupt
-        checked, error = check_padding(load, profile, axes, padded)
+        checked, error = None, 0.0
+        if checking is not None:
+            (pg,) = padded.values()
+            checked, error = check_padding(load, checking[0], checking[1], axes, pg)
         spec = ProfileSpec(profile, axes, tuple(specs))
         opt = read_artifact(Path(tmp) / "0.lmnl", trust_unsigned=True)
         manifest = dataclasses.replace(opt.manifest, profile=spec)
@@ -202,28 +211,34 @@ def compile_points(
     )
 
 
-def check_padding(
-    load: PointLoader,
-    profile: ShapeProfile,
-    axes: Mapping[str, Mapping[int, str]],
-    padded: Mapping[tuple[tuple[str, int], ...], PaddedGraph],
-) -> tuple[dict[str, int] | None, float]:
-    """Run the smallest padded point on the reference interpreter at the smallest sizes it
-    serves and compare with the model loaded at those sizes: what the static analysis
-    takes on trust (constants along a padded axis) is measured here."""
+def padding_check_point(profile: ShapeProfile) -> tuple[dict[str, int], dict[str, int]] | None:
+    """The smallest point that pads, and the smallest sizes it serves (None: no size in
+    the profile is padded)."""
     candidates = []
-    for key, pg in padded.items():
-        point = dict(key)
+    for point in profile.points():
         sizes = {d.name: _smallest_served(d.buckets, d.lo, point[d.name]) for d in profile.dims}
         if sizes != point:
-            candidates.append((math.prod(point.values()), key, sizes, pg))
+            candidates.append((math.prod(point.values()), point, sizes))
     if not candidates:
-        return None, 0.0
-    _, key, sizes, pg = min(candidates, key=lambda c: c[0])
+        return None
+    _, point, sizes = min(candidates, key=lambda c: c[0])
+    return point, sizes
+
+
+def check_padding(
+    load: PointLoader,
+    point: Mapping[str, int],
+    sizes: Mapping[str, int],
+    axes: Mapping[str, Mapping[int, str]],
+    pg: PaddedGraph,
+) -> tuple[dict[str, int], float]:
+    """Run the point's padded graph on the reference interpreter at `sizes` and compare
+    with the model loaded at those sizes: what the static analysis takes on trust
+    (constants along a padded axis) is measured here."""
     exact = load(sizes).graph
     feeds = random_inputs(exact.input_specs(), seed=2)
     want = reference.run(exact, feeds)
-    got = reference.run(pg.graph, pad_feeds(feeds, axes, dict(key), pg.dims, sizes))
+    got = reference.run(pg.graph, pad_feeds(feeds, axes, point, pg.dims, sizes))
     worst = 0.0
     for name, value in want.items():
         cut = unpad(got[name], pg.outputs[name], sizes)
@@ -231,11 +246,11 @@ def check_padding(
         worst = max(worst, err)
         if not ok:
             raise UnsupportedOp(
-                f"padding {_point_name(sizes)} up to {_point_name(dict(key))} changes output "
+                f"padding {_point_name(sizes)} up to {_point_name(point)} changes output "
                 f"'{name}' (max abs error {err:.3g}): the model computes with the size of a "
                 "profiled dim itself; fix that dim with --shapes or --dim"
             )
-    return sizes, float(worst) if np.isfinite(worst) else worst
+    return dict(sizes), float(worst)
 
 
 def _smallest_served(buckets: tuple[int, ...], lo: int, bucket: int) -> int:
@@ -249,7 +264,7 @@ def _jobs(
     loaded: LoadedModel,
     pg: PaddedGraph,
     first: bool,
-) -> list[tuple[Mapping[str, int], LoadedModel, Specialization, int]]:
+) -> list[Job]:
     """The builds for one point: its masked graph, which serves every size the bucket
     covers; for the opt point (`first`) also the model itself, unmasked, which serves the
     opt shape exactly (a static compile's code: the masks cost nothing there)."""
