@@ -174,9 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.models.split(","):
             print(f"measuring {name} ...", file=sys.stderr, flush=True)
             results.append(measure(name, parse_budget(args.budget), args.duration, args.threads))
+            print(markdown(results[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+            if args.json:  # after each model: a later failure keeps the earlier ones
+                args.json.write_text(json.dumps(results, indent=2))
     print(markdown(results))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
     return 0
 
 

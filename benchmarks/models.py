@@ -444,11 +444,20 @@ def _output_axes(model: SuiteModel, dynamic: DynamicAxes) -> dict[str, dict[int,
     return axes
 
 
+def _grown(x: torch.Tensor, axes: dict[int, str]) -> torch.Tensor:
+    """`x` repeated to size 2 along each of `axes` where it has size 1."""
+    for axis in axes:
+        if x.shape[axis] == 1:
+            x = torch.cat([x, x], dim=axis)
+    return x
+
+
 def _dynamo(model: SuiteModel, dynamic: DynamicAxes | None = None) -> onnx.ModelProto:
     """Export with the dynamo exporter (`torch.onnx.export(..., dynamo=True)`), the one
     torch recommends: its optimizer folds BatchNormalization into Conv and emits the
     opset it chooses (18 or later)."""
     shapes = None
+    examples = model.example_inputs
     if dynamic:
         dims: dict[str, torch.export.Dim] = {}
         shapes = tuple(
@@ -456,9 +465,13 @@ def _dynamo(model: SuiteModel, dynamic: DynamicAxes | None = None) -> onnx.Model
             or None
             for n in model.input_names
         )
+        # torch.export specializes a size-1 example into the program: trace at size 2
+        examples = tuple(
+            _grown(x, dynamic.get(n, {})) for x, n in zip(examples, model.input_names, strict=True)
+        )
     program = torch.onnx.export(
         model.module.eval(),
-        model.example_inputs,
+        examples,
         input_names=list(model.input_names),
         output_names=list(model.output_names),
         dynamo=True,

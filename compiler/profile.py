@@ -189,6 +189,8 @@ def profile_artifact(
             if k in {f.name for f in dataclasses.fields(CompileOptions)}
         }
     )
+    if manifest.profile is not None:  # its own code is the opt point's
+        dims = {**manifest.profile.specializations[0].point, **dims}
     loaded = load_model(source, dims)
     graph = loaded.graph
     if options.searching and options.rewrite:
