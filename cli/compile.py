@@ -22,6 +22,7 @@ from luminal import licensing
 from luminal.cli.options import DimOption, JsonOption, parse_budget, parse_dims
 from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
+from luminal.compiler.ir.precision import Precision
 from luminal.compiler.pipeline import (
     DEFAULT_BUDGET_SECONDS,
     STEPS,
@@ -79,6 +80,15 @@ def compile_cmd(
             " without the compile cache.",
         ),
     ] = False,
+    precision: Annotated[
+        Precision,
+        typer.Option(
+            help="Storage of the model's floats: fp16 or bf16 store the weights (and round "
+            "every op's result) in the reduced type, computing in f32; inputs and outputs stay "
+            "f32. auto builds fp32 today (docs/compiler.md, Precision).",
+            case_sensitive=False,
+        ),
+    ] = Precision.FP32,
     verbose: Annotated[
         bool,
         typer.Option("--verbose", help="Print per-rule e-graph statistics and per-kernel choices."),
@@ -98,6 +108,8 @@ def compile_cmd(
       luminal compile model.pt2 --json
 
       luminal compile model.onnx --budget 5m --verbose
+
+      luminal compile model.onnx --precision fp16
 
     The search keeps what it measures in the tuning database, so a second compile of
     the same model (or of another with the same layers) takes the stored winners.
@@ -119,6 +131,7 @@ def compile_cmd(
         top_k=top_k,
         tuning_db=str(tuning_db) if tuning_db else None,
         use_tuning_db=not fresh,
+        precision=precision,
     )
     with progress_bar(console) as bar:
         task = bar.add_task("loading model", total=None)
@@ -193,6 +206,7 @@ def print_result(console: Console, r: CompileResult) -> None:
         f"{r.arena_bytes / 2**20:.2f} MiB (intermediates total {r.intermediate_bytes / 2**20:.2f} MiB, {saved:.0%} saved)",
     )
     table.add_row("weights", f"{r.weights_bytes / 2**20:.2f} MiB")
+    table.add_row("precision", _precision(r.precision))
     table.add_row("artifact", f"{r.artifact_bytes / 2**20:.2f} MiB")
     features = f"; CPU features {' '.join(r.cpu_features)}" if r.cpu_features else ""
     table.add_row(
@@ -223,6 +237,13 @@ def print_result(console: Console, r: CompileResult) -> None:
     if r.check is not None:
         colour = {"passed": "green", "skipped": "yellow"}.get(r.check.status.value, "red")
         console.print(f"check: [{colour}]{r.check}[/]", highlight=False)
+
+
+def _precision(built: str) -> str:
+    storage = Precision(built).storage
+    if storage is None:
+        return f"{built} (as the model)"
+    return f"{built} (weights stored {storage.value}, every op rounded to it; f32 compute)"
 
 
 def print_search(console: Console, r: CompileResult) -> None:

@@ -9,6 +9,9 @@ expressions).  A node is materialized when it is:
 - computed (not a view) and used by two or more kernels, so it is not computed twice;
 - computed and read through a broadcasting EXPAND, so it is not recomputed per copy;
 - a PAD feeding a contraction, so the contraction's operands stay affine loads.
+
+A widening load (`ir.precision.widened_const`: an fp16/bf16 weight cast to f32) is part
+of the load that reads the weight, like a view: never materialized for its readers.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 from luminal.compiler.ir import Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE, VIEW
+from luminal.compiler.ir.precision import widened_const
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ def partition(graph: Graph) -> Partition:
             consumers[s].append(i)
 
     def computed(i: int) -> bool:
+        if widened_const(graph, i) is not None:
+            return False
         return nodes[i].op in ELEMENTWISE or nodes[i].op in (Op.GATHER, Op.IOTA)
 
     # Walk down through views from each node to the first non-view: what a view reads.
