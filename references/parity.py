@@ -31,11 +31,14 @@ compounded through the model: `precision_tolerance` is the one table of those bo
 every comparison of such a build (the compile's check, bench parity, benchmarks) holds
 each float output to it instead of the dtype default:
 
-    fp16  rtol 1e-2, atol 1e-2, scale 1e-2   (11-bit significand: 2^-11 per rounding)
-    bf16  rtol 8e-2, atol 8e-2, scale 8e-2   (8-bit significand: 2^-8 per rounding)
+    fp16  rtol 1e-2, atol 1e-2, scale 5e-2   (11-bit significand: 2^-11 per rounding)
+    bf16  rtol 8e-2, atol 8e-2, scale 2e-1   (8-bit significand: 2^-8 per rounding)
 
 The scale clause carries the allowance by the output's magnitude: a whole output passes
-when max|got - want| <= scale x max(max|want|, 1).
+when max|got - want| <= scale x max(max|want|, 1).  Measured with one rounding per op
+(the reference interpreter on the lowered graph against the f32 graph): the suite's
+ResNet-50 (random weights, 50 layers deep) is off by 3.4% of its largest output in fp16
+and 14% in bf16; its BERT by 0.0073 and 0.051 (outputs of magnitude ~5).
 
 The reported maximum relative error ignores elements whose |want| is below atol; both
 maxima are infinite when a NaN or infinity is out of place (the difference is unbounded).
@@ -87,7 +90,7 @@ _DEFAULTS: Mapping[Check, Mapping[str, Tolerance]] = MappingProxyType(
 #: A reduced-precision build's bound against the f32 reference, by `--precision` name
 #: (module docstring); fp32 and auto (which builds fp32) keep the dtype defaults.
 PRECISION_TOLERANCE: Mapping[str, Tolerance] = MappingProxyType(
-    {"fp16": Tolerance(1e-2, 1e-2, 1e-2), "bf16": Tolerance(8e-2, 8e-2, 8e-2)}
+    {"fp16": Tolerance(1e-2, 1e-2, 5e-2), "bf16": Tolerance(8e-2, 8e-2, 2e-1)}
 )
 
 #: The short names of the float dtypes, as `--tol` and the bench report write them.

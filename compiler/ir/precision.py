@@ -102,10 +102,17 @@ def lower(graph: Graph, precision: Precision) -> Graph:
         return not named or graph.origins.get(s, ()) != graph.origins.get(c, ())
 
     def rounded_of(i: int) -> int:
+        """`i`'s value rounded: at its root, so a view of it (a broadcast of 768 columns
+        to 768 x 768 for a matmul) views the rounded value rather than rounding every
+        copy."""
         if i not in rounded:
             n, o = nodes[i], graph.origins.get(i, ())
-            narrow = add(Node(Op.CAST, (remap[i],), n.shape, storage), o)
-            rounded[i] = add(Node(Op.CAST, (narrow,), n.shape, DType.F32), o)
+            if n.op in VIEW:
+                src = rounded_of(n.src[0])
+                rounded[i] = add(Node(n.op, (src,), n.shape, n.dtype, n.arg), o)
+            else:
+                narrow = add(Node(Op.CAST, (remap[i],), n.shape, storage), o)
+                rounded[i] = add(Node(Op.CAST, (narrow,), n.shape, DType.F32), o)
         return rounded[i]
 
     for i, n in enumerate(nodes):

@@ -614,6 +614,18 @@ class _Body:
         self.memo[key] = result
         return result
 
+    def _f16_round_trip(self, i: int) -> int | None:
+        """The f32 value that node `i` rounds to fp16 and back (`ir.precision`'s rounding,
+        both casts inline here), else None."""
+        g, mat = self.w.g, self.w.s.part.materialized
+        node = g.nodes[i]
+        if node.dtype is not DType.F32 or node.src[0] in mat:
+            return None
+        inner = g.nodes[node.src[0]]
+        if inner.op is not Op.CAST or inner.dtype is not DType.F16:
+            return None
+        return inner.src[0] if g.nodes[inner.src[0]].dtype is DType.F32 else None
+
     def _value(self, i: int, idx: Index, top: bool) -> str:
         g, w = self.w.g, self.w
         node = g.nodes[i]
@@ -659,6 +671,8 @@ class _Body:
             )
             didx = (*idx[:ax], Lin.of(Dyn(gname, n)), *idx[ax + rank :])
             return self.value(data, didx)
+        if node.op is Op.CAST and (x := self._f16_round_trip(i)) is not None:
+            return self.emit(t, f"lum_round_f16({self.value(x, idx)})")
         args = [self.value(s, idx) for s in node.src]
         if node.op is Op.CAST:
             return self.emit(t, cexpr.cast(g.nodes[node.src[0]].dtype, node.dtype, args[0]))

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 import luminal
 from luminal.compiler.artifact import read_artifact
 from luminal.compiler.backends.cpu import codegen
+from luminal.compiler.frontend.onnx import load as load_onnx
 from luminal.compiler.frontend.onnx import lower as lower_onnx
 from luminal.compiler.ir import DType, Op
 from luminal.compiler.ir.precision import Precision, lower, narrow_array
@@ -91,8 +92,11 @@ def built(tmp_path_factory: pytest.TempPathFactory, _licensed_session: None):  #
         if (name, precision) not in cache:
             model, feeds = MODELS[name](np.random.default_rng(0))
             want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+            src = tmp / f"{name}.onnx"
+            onnx.save(model, src)  # `run --compare` runs the oracle on it
             path = tmp / f"{name}-{precision.value}.lmnl"
-            result = compile_model(lower_onnx(model, {}), path, CompileOptions(precision=precision))
+            options = CompileOptions(precision=precision)
+            result = compile_model(load_onnx(src), path, options)
             cache[name, precision] = (path, result, {"y": want[0]}, feeds)
         return cache[name, precision]
 
@@ -241,3 +245,56 @@ def test_cli_compile_precision(cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert json.loads(out)["precision"] == "fp16"
     code, _, err = cli("compile", src, "--budget", "off", "--precision", "fp8")
     assert code == 2 and "fp8" in err
+
+
+def test_bench_tolerances_follow_the_artifacts_precision() -> None:
+    from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, for_precision, parse_tolerances
+
+    assert for_precision(DEFAULT_TOLERANCES, "fp32") == dict(DEFAULT_TOLERANCES)
+    assert for_precision(DEFAULT_TOLERANCES, None) == dict(DEFAULT_TOLERANCES)  # older manifest
+    table = for_precision(parse_tolerances(["f64=1e-3,1e-3"]), "fp16")
+    bound = PRECISION_TOLERANCE["fp16"]
+    assert table["f32"] == bound and table["f16"] == bound
+    assert (table["f64"].rtol, table["f64"].atol) == (1e-3, 1e-3)  # --tol wins
+
+
+def test_run_compare_holds_a_reduced_artifact_to_its_bound(built, cli) -> None:  # type: ignore[no-untyped-def]
+    path, _, _, _ = built("mlp", Precision.FP16)
+    code, out, err = cli("run", path, "--compare", "onnxruntime", "--json")
+    assert code == 0, err
+    assert json.loads(out)["parity"]["rtol"] == PRECISION_TOLERANCE["fp16"].rtol
+    # at f32's bound the same outputs disagree: exit 5
+    code, _, err = cli("run", path, "--compare", "onnxruntime", "--rtol", "1e-4", "--atol", "1e-5")
+    assert code == 5, err
+
+
+def test_fp16_round_trip_is_bit_exact(tmp_path: Path) -> None:
+    """The vectorizable rounding the C backend emits for f32 -> fp16 -> f32
+    (`lum_round_f16`) against numpy's float16, on random bit patterns and the edges:
+    ties, subnormals, the overflow threshold, infinities and NaN."""
+    from luminal.compiler.ir import GraphBuilder
+    from tests.helpers.compiled import compile_and_run
+
+    rng = np.random.default_rng(3)
+    edges = [0.0, -0.0, 65504, 65519.99, 65520, -65520, 6.1035156e-05, 2.98e-08, 2.99e-08, 1e-45]
+    bits = rng.integers(0, 2**32, size=1 << 16, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([bits.view(np.float32), np.array([*edges, np.inf, -np.inf, np.nan], "f4")])
+    b = GraphBuilder()
+    v = b.input("x", x.shape, DType.F32)
+    graph = b.build({"y": b.cast(b.cast(v, DType.F16), DType.F32)})
+    got = compile_and_run(graph, {"x": x}, tmp_path)["y"]
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), x[~same][:5]
+    code = codegen.generate(schedule(graph), codegen.options_for(AVX2, True))
+    assert "lum_round_f16(" in code.split("static int k0")[1]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_rounding_adds_no_kernels(built, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Roundings sit inside the kernels fp32 has: at most the input's rounding is more."""
+    _, fp32, _, _ = built(name, Precision.FP32)
+    for precision in REDUCED:
+        _, result, _, _ = built(name, precision)
+        assert fp32.kernels <= result.kernels <= fp32.kernels + 1
