@@ -25,6 +25,7 @@ from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
 from luminal.compiler.frontend.dims import bind_shapes, symbolic_axes
 from luminal.compiler.ir import TensorSpec
+from luminal.compiler.ir.precision import Precision
 from luminal.compiler.pipeline import (
     DEFAULT_BUDGET_SECONDS,
     STEPS,
@@ -85,6 +86,15 @@ def compile_cmd(
             " without the compile cache.",
         ),
     ] = False,
+    precision: Annotated[
+        Precision,
+        typer.Option(
+            help="Storage of the model's floats: fp16 or bf16 store the weights (and round "
+            "every op's result) in the reduced type, computing in f32; inputs and outputs stay "
+            "f32. auto builds fp32 today (docs/compiler.md, Precision).",
+            case_sensitive=False,
+        ),
+    ] = Precision.FP32,
     verbose: Annotated[
         bool,
         typer.Option("--verbose", help="Print per-rule e-graph statistics and per-kernel choices."),
@@ -129,6 +139,8 @@ def compile_cmd(
 
       luminal compile model.onnx --budget 5m --verbose
 
+      luminal compile model.onnx --precision fp16
+
       luminal compile bert.onnx --profile batch=1..8:1 --profile seq=1..128:128
 
       luminal compile resnet.onnx --shapes input=1x3x224x224
@@ -158,6 +170,7 @@ def compile_cmd(
         top_k=top_k,
         tuning_db=str(tuning_db) if tuning_db else None,
         use_tuning_db=not fresh,
+        precision=precision,
     )
     fixed = fixed_dims(model, dim, shapes)
     shape_profile = parse_profile(profile or [], buckets or [])
@@ -319,6 +332,7 @@ def print_result(console: Console, r: CompileResult) -> None:
         f"{r.arena_bytes / 2**20:.2f} MiB (intermediates total {r.intermediate_bytes / 2**20:.2f} MiB, {saved:.0%} saved)",
     )
     table.add_row("weights", f"{r.weights_bytes / 2**20:.2f} MiB")
+    table.add_row("precision", _precision(r.precision))
     table.add_row("artifact", f"{r.artifact_bytes / 2**20:.2f} MiB")
     features = f"; CPU features {' '.join(r.cpu_features)}" if r.cpu_features else ""
     table.add_row(
@@ -349,6 +363,13 @@ def print_result(console: Console, r: CompileResult) -> None:
     if r.check is not None:
         colour = {"passed": "green", "skipped": "yellow"}.get(r.check.status.value, "red")
         console.print(f"check: [{colour}]{r.check}[/]", highlight=False)
+
+
+def _precision(built: str) -> str:
+    storage = Precision(built).storage
+    if storage is None:
+        return f"{built} (as the model)"
+    return f"{built} (weights stored {storage.value}, every op rounded to it; f32 compute)"
 
 
 def print_search(console: Console, r: CompileResult) -> None:

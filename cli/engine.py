@@ -24,6 +24,7 @@ class Engine:
     inputs: tuple[TensorSpec, ...]
     source: Path  # the model file an oracle should run
     _runner: Any
+    precision: str = "fp32"  # what an artifact was built at (its manifest's options)
 
     @staticmethod
     def open(
@@ -33,7 +34,10 @@ class Engine:
             if reference:
                 raise UsageError("--reference runs a model file; an artifact is already compiled")
             session = load(path, trust_unsigned=trust_unsigned)
-            return Engine("compiled", session.inputs, Path(session.manifest.source.path), session)
+            source, built = Path(session.manifest.source.path), session.manifest.options
+            return Engine(
+                "compiled", session.inputs, source, session, str(built.get("precision", "fp32"))
+            )
         model = load_model(path, dims)
         if reference:
             return Engine("reference", model.graph.input_specs(), path, model.graph)

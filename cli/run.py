@@ -20,9 +20,16 @@ from luminal.cli.options import DimOption, JsonOption, TrustUnsignedOption, pars
 from luminal.compiler.inputs import random_inputs, read_inputs
 from luminal.errors import InvalidResult, UsageError
 from luminal.references.oracle import ORACLES, run_oracle
-from luminal.references.parity import Parity, Tolerance, compare, tolerance_for
+from luminal.references.parity import (
+    Parity,
+    Tolerance,
+    compare,
+    precision_tolerance,
+    tolerance_for,
+)
 
-#: `--rtol/--atol` hold every float output to f32's default unless given (as before).
+#: `--rtol/--atol` hold every float output to f32's default unless given (as before), or
+#: an artifact built at a reduced precision to that precision's bound.
 _DEFAULT = tolerance_for("f32")
 
 
@@ -54,8 +61,20 @@ def run_cmd(
             help=f"Also run an oracle on the same inputs and check parity: {', '.join(ORACLES)}.",
         ),
     ] = None,
-    rtol: Annotated[float, typer.Option(help="Relative tolerance for --compare.")] = _DEFAULT.rtol,
-    atol: Annotated[float, typer.Option(help="Absolute tolerance for --compare.")] = _DEFAULT.atol,
+    rtol: Annotated[
+        float | None,
+        typer.Option(
+            help=f"Relative tolerance for --compare (default {_DEFAULT.rtol:g}; an fp16/bf16 "
+            "artifact's: its precision's bound)."
+        ),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option(
+            help=f"Absolute tolerance for --compare (default {_DEFAULT.atol:g}, or the "
+            "precision's bound)."
+        ),
+    ] = None,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", "-o", help="Save each output as NAME.npy here.")
     ] = None,
@@ -82,9 +101,13 @@ def run_cmd(
     feeds = read_inputs(input, engine.inputs) if input else random_inputs(engine.inputs, seed)
     outputs = engine.run(feeds)
     parity = None
+    default = precision_tolerance(engine.precision) or _DEFAULT
+    given = rtol is not None or atol is not None
+    rtol = default.rtol if rtol is None else rtol
+    atol = default.atol if atol is None else atol
     if compare_with:
         want = run_oracle(compare_with, engine.source, feeds)
-        parity = compare(outputs, want, Tolerance(rtol, atol))
+        parity = compare(outputs, want, Tolerance(rtol, atol) if given else default)
     if output_dir is not None:
         save_outputs(outputs, output_dir)
     if as_json:

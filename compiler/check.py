@@ -5,7 +5,8 @@ Every target gets it.  It needs the device (or, for the Triton backends, Triton'
 interpreter with TRITON_INTERPRET=1): a backend that cannot run its build here says so
 with `ArtifactIncompatible` from `load`, and the check is SKIPPED with that reason rather
 than failing the compile.  Inputs are `random_inputs(seed=1)`; each output must agree
-within the kernel-check tolerance (`references.parity`).
+within the kernel-check tolerance (`references.parity`), or, for a reduced-precision
+build, within its precision's bound (`references.parity.precision_tolerance`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from luminal.compiler.inputs import random_inputs
 from luminal.compiler.ir import Graph
 from luminal.compiler.ir import interpreter as reference
 from luminal.errors import ArtifactIncompatible, CompilerError, LuminalError, one_line
-from luminal.references.parity import Check, agrees
+from luminal.references.parity import Check, agrees, precision_tolerance
 
 
 class CheckStatus(enum.Enum):
@@ -43,7 +44,11 @@ class CheckResult:
 
 
 def check_build(
-    backend: Backend, graph: Graph, manifest: Manifest, members: Mapping[str, bytes]
+    backend: Backend,
+    graph: Graph,
+    manifest: Manifest,
+    members: Mapping[str, bytes],
+    precision: str = "fp32",
 ) -> CheckResult:
     try:
         exe = backend.load(manifest, members)
@@ -61,11 +66,11 @@ def check_build(
         return CheckResult(CheckStatus.FAILED, f"the run failed: {err}")
     except Exception as err:
         raise CompilerError(f"target '{backend.name}': running failed: {one_line(err)}") from None
-    worst = 0.0
+    worst, tolerance = 0.0, precision_tolerance(precision)
     for name, value in want.items():
         if name not in got:
             return CheckResult(CheckStatus.FAILED, f"output '{name}' is missing")
-        ok, err_ = agrees(got[name], value, Check.KERNEL)
+        ok, err_ = agrees(got[name], value, Check.KERNEL, tolerance)
         if not ok:
             return CheckResult(
                 CheckStatus.FAILED, f"output '{name}' differs from the reference by {err_:.3g}"

@@ -1,7 +1,7 @@
 """`compile_model`: the whole compiler, one named stage after another, for every target.
 
-    verify IR -> rewrite -> schedule -> tune kernels -> generate code -> build
-      -> check -> write artifact
+    verify IR -> rewrite -> lower precision -> schedule -> tune kernels -> generate code
+      -> build -> check -> write artifact
 
 Each stage is a function from a `Job` (the compile so far) to the next `Job`; what differs
 per target the backend supplies through its protocol (`backends/protocol.py`: tuner,
@@ -11,9 +11,13 @@ codegen, build, load), so this file has no per-target branch.
 kernel, through the tuning database and the backend's `Tuner`) run when a search budget
 is given (`CompileOptions.budget_seconds`, `luminal compile --budget`); without one the
 compile takes the backend's default variants, which is what tests and integrations want.
+`lower precision` (`ir/precision.py`) stores an f32 graph's floats in fp16 or bf16 when
+`CompileOptions.precision` asks, after the rewrite (which, and whose cache, sees the
+model's own f32 graph) and before everything that lays out memory.
 `check` runs what `build` produced, through the backend's own loader, against the
-reference interpreter on the model as loaded; when the searched compile disagrees, the
-unsearched one is built and written instead.  Each stage is timed.
+reference interpreter on the model as loaded (in f32: a reduced build is held to its
+precision's tolerance, `references.parity.precision_tolerance`); when the searched compile
+disagrees, the unsearched one is built and written instead.  Each stage is timed.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from luminal.compiler.backends.protocol import Built, Request
 from luminal.compiler.backends.target import Target, resolve
 from luminal.compiler.check import CheckResult, CheckStatus, check_build
 from luminal.compiler.frontend.model import LoadedModel
-from luminal.compiler.ir import Graph, spec
+from luminal.compiler.ir import Graph, precision, spec
 from luminal.compiler.options import CompileOptions
 from luminal.compiler.schedule import Schedule, orient, schedule
 from luminal.compiler.schedule.variant import Variant
@@ -133,6 +137,10 @@ def rewrite(job: Job) -> Job:
     return dataclasses.replace(job, graph=graph, rewrite=report)
 
 
+def lower_precision(job: Job) -> Job:
+    return dataclasses.replace(job, graph=precision.lower(job.graph, job.options.precision))
+
+
 def schedule_graph(job: Job) -> Job:
     """The schedule; a searching compile's carries each contraction's other orientations
     (and the weights they read) for `tune` to measure and settle."""
@@ -197,14 +205,15 @@ def check(job: Job) -> Job:
     that disagrees although each piece passed its own check is replaced by the
     unsearched compile rather than written wrong."""
     assert job.manifest is not None and job.built is not None
-    result = check_build(job.target.backend, job.model.graph, job.manifest, job.built.members)
+    backend, graph, built_as = job.target.backend, job.model.graph, job.options.precision
+    result = check_build(backend, graph, job.manifest, job.built.members, built_as)
     if result.status is not CheckStatus.FAILED or not job.searched:
         return dataclasses.replace(job, check=result)
-    plain = dataclasses.replace(job, graph=job.model.graph, rewrite=None, variants={})
-    for stage in (schedule_graph, settle, generate, build):
+    plain = dataclasses.replace(job, graph=graph, rewrite=None, variants={})
+    for stage in (lower_precision, schedule_graph, settle, generate, build):
         plain = stage(plain)
     assert plain.manifest is not None and plain.built is not None
-    again = check_build(job.target.backend, job.model.graph, plain.manifest, plain.built.members)
+    again = check_build(backend, graph, plain.manifest, plain.built.members, built_as)
     fell_back = CheckResult(CheckStatus.FELL_BACK, f"{result.detail}; unsearched: {again.detail}")
     # The report keeps what the search found (and the rewrite's statistics): it is
     # what was measured, even though the artifact does not use it.
@@ -227,6 +236,7 @@ class Stage:
 STAGES = (
     Stage("verify IR", verify),
     Stage("rewrite", rewrite),
+    Stage("lower precision", lower_precision),
     Stage("schedule", schedule_graph),
     Stage("tune kernels", tune),
     Stage("generate code", generate),
@@ -257,6 +267,7 @@ class CompileResult:
     target: str = "cpu"  # the backend that compiled it
     device: str | None = None  # the device it was built for, when one was here
     notes: Mapping[str, Any] = field(default_factory=dict)  # the backend's
+    precision: str = "fp32"  # what was built (`auto` resolved): ir/precision.py
     # What was built, for a caller that builds it again another way (`luminal profile`
     # adds kernel timers); not part of the JSON report.
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
@@ -297,6 +308,7 @@ class CompileResult:
             target=job.target.name,
             device=device.name if device is not None else None,
             notes=dict(built.notes),
+            precision=precision.Precision(job.options.precision).value,
             schedule=sched,
             variants=dict(job.variants),
         )
@@ -306,6 +318,7 @@ class CompileResult:
             "path": str(self.path),
             "target": self.target,
             "device": self.device,
+            "precision": self.precision,
             "kernels": self.kernels,
             "kernel_kinds": self.kernel_kinds,
             "arena_bytes": self.arena_bytes,
@@ -347,7 +360,9 @@ def compile_model(
     options = options or CompileOptions()
     target = target or resolve(options.target)  # UsageError: unknown target, or device absent
     authorize_compile(target.license_target, on_license)  # before any stage runs
-    options = dataclasses.replace(options, target=target.name)
+    # What is built is recorded: `auto` resolves here (ir/precision.py).
+    built_as = precision.Precision(options.precision).resolved()
+    options = dataclasses.replace(options, target=target.name, precision=built_as)
     budget = max(options.budget_seconds or 0.0, 0.0)
     job = Job(model, output, options, target, started + budget, on_progress, model.graph)
     seconds: dict[str, float] = {}

@@ -2,7 +2,9 @@
 
 `row_major(idx, shape)` is the flat offset of a multi-index; `view_source(node, idx)`
 maps a view's index to its source's index (PAD also yields the in-bounds conditions);
-`trace_load` follows a chain of pure views to a buffer and gives the flat offset there.
+`trace_load` follows a chain of pure views (and a widening load of a reduced-precision
+weight, which converts each element as it is read) to a buffer and gives the flat offset
+there.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from luminal.compiler.ir import Graph, Node, Op, Shape
+from luminal.compiler.ir.precision import widened_const
 from luminal.compiler.schedule.symbolic import Div, Lin, Mod, Var
 
 Index = tuple[Lin, ...]
@@ -80,9 +83,13 @@ def view_source(node: Node, src_shape: Shape, idx: Index) -> tuple[Index, tuple[
 
 
 def trace_load(graph: Graph, mat: frozenset[int], i: int, idx: Index) -> tuple[int, Lin] | None:
-    """Follow views (no PAD) from node i to a materialized node: (node, flat offset)."""
+    """Follow views (no PAD) from node i to a materialized node: (node, flat offset).
+    The node may be an fp16/bf16 weight that the views read through a widening cast."""
     while i not in mat:
         node = graph.nodes[i]
+        if (w := widened_const(graph, i)) is not None:
+            i = w
+            continue
         if node.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE):
             return None
         idx, _ = view_source(node, graph.nodes[node.src[0]].shape, idx)

@@ -9,14 +9,18 @@ expressions).  A node is materialized when it is:
 - computed (not a view) and used by two or more kernels, so it is not computed twice;
 - computed and read through a broadcasting EXPAND, so it is not recomputed per copy;
 - a PAD feeding a contraction, so the contraction's operands stay affine loads.
+
+A widening load (`ir.precision.widened_const`: an fp16/bf16 weight cast to f32) is part
+of the load that reads the weight, like a view: never materialized for its readers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luminal.compiler.ir import Graph, Op, numel
+from luminal.compiler.ir import DType, Graph, Op, numel
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE, VIEW
+from luminal.compiler.ir.precision import NARROW, widened_const
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ def partition(graph: Graph) -> Partition:
             consumers[s].append(i)
 
     def computed(i: int) -> bool:
+        if widened_const(graph, i) is not None:
+            return False
         return nodes[i].op in ELEMENTWISE or nodes[i].op in (Op.GATHER, Op.IOTA)
 
     # Walk down through views from each node to the first non-view: what a view reads.
@@ -68,12 +74,24 @@ def partition(graph: Graph) -> Partition:
                         mat.add(j)
                         break
                     j = nodes[j].src[0]
+
+    def rounded_only(i: int) -> bool:
+        """A value read only through a rounding to fp16/bf16 and back (`ir.precision`),
+        or that rounding's narrow half: the rounded value is what gets a buffer, if any,
+        so that the rounding adds no kernel."""
+        node = nodes[i]
+        if node.op is Op.CAST and node.dtype in NARROW and node.src:
+            return all(nodes[c].op is Op.CAST and nodes[c].dtype is DType.F32 for c in consumers[i])
+        return bool(consumers[i]) and all(
+            nodes[c].op is Op.CAST and nodes[c].dtype in NARROW for c in consumers[i]
+        )
+
     # Computed nodes shared by several kernels.
     changed = True
     while changed:
         changed = False
         for i in range(len(nodes)):
-            if i in mat or not computed(i) or nodes[i].op is Op.IOTA:
+            if i in mat or not computed(i) or nodes[i].op is Op.IOTA or rounded_only(i):
                 continue
             if len(_kernels_reading(i, nodes, consumers, mat)) > 1:
                 mat.add(i)

@@ -3,7 +3,10 @@
 The rule and the defaults are `luminal.references.parity`'s (its OUTPUT check): an element
 passes when |got - want| <= atol + rtol x |want|; integer and bool outputs must match
 exactly, NaNs and infinities must sit in the same places.  The tolerance is chosen by the
-dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL` overrides one dtype's.
+dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL` overrides one dtype's.  An
+artifact built at a reduced precision (`--precision fp16|bf16`) holds every float output
+the user did not set with `--tol` to its precision's bound instead (`for_precision`,
+from `references.parity.precision_tolerance`, the one table).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from luminal.references.parity import (
     compare_arrays,
     dtype_key,
     is_float,
+    precision_tolerance,
     tolerance_for,
 )
 
@@ -51,6 +55,21 @@ def parse_tolerances(pairs: list[str] | None) -> dict[str, Tolerance]:
         if min(table[name].rtol, table[name].atol) < 0:
             raise UsageError(f"--tol '{pair}': tolerances must be >= 0")
     return table
+
+
+def for_precision(table: Mapping[str, Tolerance], precision: object) -> dict[str, Tolerance]:
+    """`table` for an artifact built at `precision` (its manifest's `options.precision`):
+    each float dtype still at its default takes the precision's bound; one set by `--tol`
+    stays as set.  fp32 (or a manifest from before precision existed): `table` itself.
+    The bound keeps its scale clause (the allowance by the output's magnitude), which the
+    report records as a third number: `{dtype: [rtol, atol, scale]}`."""
+    bound = precision_tolerance(str(precision or "fp32"))
+    if bound is None:
+        return dict(table)
+    return {
+        k: bound if k in FLOAT_KEYS and t == DEFAULT_TOLERANCES.get(k) else t
+        for k, t in table.items()
+    }
 
 
 @dataclass(frozen=True)

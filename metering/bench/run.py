@@ -30,7 +30,13 @@ from luminal.licensing.terms import BillingTerms
 from luminal.metering.bench import environment, inputs
 from luminal.metering.bench.audit import test01, test04
 from luminal.metering.bench.method import Arm, Clock, Feeds, MethodSettings, Progress, measure
-from luminal.metering.bench.outputs import DEFAULT_TOLERANCES, OutputCheck, check_outputs, merge
+from luminal.metering.bench.outputs import (
+    DEFAULT_TOLERANCES,
+    OutputCheck,
+    check_outputs,
+    for_precision,
+    merge,
+)
 from luminal.metering.bench.results import BASELINE, CANDIDATE
 from luminal.references.baselines import (
     BaselineOptions,
@@ -125,7 +131,9 @@ def run_bench(
     if "latency" not in req.scenarios:
         scenarios[0] = Skipped("latency", "not asked for (--scenario)")
     fresh = inputs.fresh(session.inputs, _fresh_count(req.method.audit_runs, sets.sets[0]))
-    data = execute(scenarios, fresh, req.method, req.tolerances, clock=clock, progress=progress)
+    # a reduced-precision artifact is held to its precision's bound (outputs.for_precision)
+    tolerances = for_precision(req.tolerances, session.manifest.options.get("precision"))
+    data = execute(scenarios, fresh, req.method, tolerances, clock=clock, progress=progress)
     data["conditions"] = conditions.to_json()
     data["machine"] = {
         **environment.machine(),
@@ -245,7 +253,9 @@ def execute(
     return {
         "method": {
             **method.to_json(),
-            "tolerances": {k: [t.rtol, t.atol] for k, t in tolerances.items()},
+            "tolerances": {
+                k: [t.rtol, t.atol, *([t.scale] if t.scale else [])] for k, t in tolerances.items()
+            },
         },
         "scenarios": raw_scenarios,
         "parity": {

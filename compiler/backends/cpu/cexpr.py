@@ -99,6 +99,36 @@ static inline float lum_log2f(float x) {
 }
 static inline int64_t lum_clamp(int64_t i, int64_t hi) { return i < 0 ? 0 : (i > hi ? hi : i); }
 static inline float lum_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+#ifdef __FLT16_MAX__
+/* fp16 -> f32 by its bits (exact, subnormals, inf and NaN): GCC 12 vectorizes this, not
+   C's own _Float16 conversion, which it leaves one element at a time. */
+static inline float lum_f16_to_f32(_Float16 x) {
+    uint16_t h; memcpy(&h, &x, 2);
+    const uint32_t em = (uint32_t)(h & 0x7fffu), u = em << 13;
+    float f; memcpy(&f, &u, 4);
+    f *= 0x1p112f;  /* rebias the exponent; subnormals scale exactly too */
+    uint32_t r; memcpy(&r, &f, 4);
+    r = em >= 0x7c00u ? (u | 0x7f800000u) : r;
+    r |= (uint32_t)(h & 0x8000u) << 16;
+    memcpy(&f, &r, 4);
+    return f;
+}
+#endif
+/* f32 rounded to fp16 and back (to nearest even; subnormals; inf past 65504), in integer
+   and float operations that GCC vectorizes: its _Float16 conversions are one element at a
+   time.  Bit-exact against numpy's float16 rounding. */
+static inline float lum_round_f16(float x) {
+    uint32_t u; memcpy(&u, &x, 4);
+    const uint32_t a = u & 0x7fffffffu;
+    const uint32_t n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+    float fa, fn; memcpy(&fa, &a, 4); memcpy(&fn, &n, 4);
+    const float sub = (fa + 0.5f) - 0.5f;  /* below 2^-14: a multiple of 2^-24 */
+    const float r0 = fa < 6.103515625e-05f ? sub : fn;
+    const float r1 = r0 > 65504.0f ? INFINITY : r0;
+    uint32_t ru; memcpy(&ru, &r1, 4); ru |= u & 0x80000000u;
+    float r; memcpy(&r, &ru, 4);
+    return x != x ? x : r;
+}
 static inline uint16_t lum_f32_to_bf16(float f) {
     uint32_t u; memcpy(&u, &f, 4);
     if (f != f) return (uint16_t)((u >> 16) | 0x40);  /* quiet NaN */
@@ -198,6 +228,8 @@ def unary(op: Op, dtype: DType, x: str) -> str:
 
 
 def cast(src: DType, dst: DType, x: str) -> str:
+    if src is DType.F16 and dst is DType.F32:
+        return f"lum_f16_to_f32({x})"
     if src is DType.BF16:
         x = f"lum_bf16_to_f32({x})"
     if dst is DType.BOOL:

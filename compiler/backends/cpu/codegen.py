@@ -488,6 +488,13 @@ class _KernelWriter:
         outs = [v for v in cl.loops if v not in cl.reduced]
         t = cexpr.ctype(node.dtype, node.op.value)
         cexpr.computable(node.op, node.dtype)
+        # An operand may be stored narrower (an fp16/bf16 weight): converted as it loads.
+        xt, yt = (cexpr.ctype(self.s.dtype(b), f"buffer of IR node %{b}") for b in (xa, ya))
+
+        def load(b: int, at: str) -> str:
+            have = self.s.dtype(b)
+            return at if have is node.dtype else cexpr.cast(have, node.dtype, at)
+
         mr = (self.v.mr or self.o.mr) if m is not None else 1
         nr = self.v.nr or self.o.nr
         msize = m.size if m is not None else 1
@@ -545,16 +552,13 @@ class _KernelWriter:
                 out.append("    " * dd + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
                 dd += 1
             i2 = "    " * dd
-            out.append(i2 + f"const {t} *xp = {px} + ({xbase.c()});")
-            out.append(i2 + f"const {t} *yp = {py} + ({ybase.c()});")
+            out.append(i2 + f"const {xt} *xp = {px} + ({xbase.c()});")
+            out.append(i2 + f"const {yt} *yp = {py} + ({ybase.c()});")
             mb, nb = (mr, nr) if full else ("mr", "nr")
             out.append(i2 + f"for (int mi = 0; mi < {mb}; mi++) {{")
-            out.append(i2 + f"    const {t} xv = xp[mi * {cxm}];")
-            update = (
-                f"{fma}(xv, yp[ni * {cyn}], acc[mi][ni])"
-                if fma
-                else f"acc[mi][ni] + xv * yp[ni * {cyn}]"
-            )
+            out.append(i2 + f"    const {t} xv = {load(xa, f'xp[mi * {cxm}]')};")
+            yv = load(ya, f"yp[ni * {cyn}]")
+            update = f"{fma}(xv, {yv}, acc[mi][ni])" if fma else f"acc[mi][ni] + xv * {yv}"
             out.append(i2 + f"    for (int ni = 0; ni < {nb}; ni++) acc[mi][ni] = {update};")
             out.append(i2 + "}")
             for _ in rloops:
@@ -610,6 +614,18 @@ class _Body:
         self.memo[key] = result
         return result
 
+    def _f16_round_trip(self, i: int) -> int | None:
+        """The f32 value that node `i` rounds to fp16 and back (`ir.precision`'s rounding,
+        both casts inline here), else None."""
+        g, mat = self.w.g, self.w.s.part.materialized
+        node = g.nodes[i]
+        if node.dtype is not DType.F32 or node.src[0] in mat:
+            return None
+        inner = g.nodes[node.src[0]]
+        if inner.op is not Op.CAST or inner.dtype is not DType.F16:
+            return None
+        return inner.src[0] if g.nodes[inner.src[0]].dtype is DType.F32 else None
+
     def _value(self, i: int, idx: Index, top: bool) -> str:
         g, w = self.w.g, self.w
         node = g.nodes[i]
@@ -655,6 +671,8 @@ class _Body:
             )
             didx = (*idx[:ax], Lin.of(Dyn(gname, n)), *idx[ax + rank :])
             return self.value(data, didx)
+        if node.op is Op.CAST and (x := self._f16_round_trip(i)) is not None:
+            return self.emit(t, f"lum_round_f16({self.value(x, idx)})")
         args = [self.value(s, idx) for s in node.src]
         if node.op is Op.CAST:
             return self.emit(t, cexpr.cast(g.nodes[node.src[0]].dtype, node.dtype, args[0]))

@@ -7,6 +7,10 @@
             (later tiles: prefetch the next item's panel while they compute)
             store: to the output through the fused epilogue
 
+A Y stored in fp16 or bf16 (`--precision`) is always packed: the copy widens it to f32
+(F16C `vcvtph2ps`, or a 16-bit shift for bf16, where GCC vectorizes it), once per panel,
+and the micro-kernel never sees the narrow type.
+
 The copy makes the micro-kernel's reads of Y sequential whatever Y's strides (a weight
 read along N with a 12 KiB row stride maps every row to one L1 set; an attention key
 matrix is read transposed).  Unit-stride panels are copied by the first row tile while it
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.backends.cpu.gemm_layout import Axis, GemmLayout, GemmShape
 from luminal.compiler.backends.cpu.simd import Isa, isa_for
 from luminal.compiler.ir import DType
@@ -76,8 +81,18 @@ def tiles(features: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
 
 
 def supported(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
-    """f32 contractions on a vector ISA; everything else takes the portable loop nest."""
-    return bool(isa.name) and f32_contraction(sched, kernel)
+    """f32 contractions on a vector ISA, Y also in fp16 or bf16 (a reduced-precision
+    weight, widened to f32 as its panel is packed); everything else takes the portable
+    loop nest."""
+    p = kernel.contraction
+    if not isa.name or p is None:
+        return False
+    node = sched.graph.nodes[kernel.reduction if kernel.reduction is not None else kernel.node]
+    return (
+        node.dtype is DType.F32
+        and sched.dtype(p.loops.x[0]) is DType.F32
+        and sched.dtype(p.loops.y[0]) in (DType.F32, DType.F16, DType.BF16)
+    )
 
 
 def f32_contraction(sched: Schedule, kernel: Kernel) -> bool:
@@ -172,7 +187,8 @@ class _Gemm:
             )
         items = self.B * self.NT * self.MB
         work = self.B * M * N * K
-        through = yn == 1 and ysk is not None
+        # a narrow Y is widened into the panel: never read in place
+        through = yn == 1 and ysk is not None and w.s.dtype(yb) is DType.F32
         # While a column tile's later row tiles compute from the packed copy, the next
         # column tile's Y is prefetched (when the same thread computes it: items are
         # claimed in runs), so its first row tile does not wait on memory.
@@ -287,25 +303,57 @@ class _Gemm:
         self, out: list[str], ind: str, ysrc: str, yk: str, yn: int, kfrom: str, kcount: str
     ) -> None:
         NR = self.NR
+        have = self.w.s.dtype(self.lay.y[0])
+        t = cexpr.ctype(have, "gemm operand")
+
+        def load(at: str) -> str:  # a narrow weight widens as it is copied
+            return at if have is DType.F32 else cexpr.cast(have, DType.F32, at)
+
         out.append(ind + f"for (int64_t kk = 0; kk < {kcount}; kk++) {{")
         out.append(ind + f"    const int64_t k = {kfrom} + kk;")
-        out.append(ind + f"    const float *src = {ysrc} + {yk};")
+        out.append(ind + f"    const {t} *src = {ysrc} + {yk};")
         out.append(ind + f"    float *dst = ypack + kk * {NR};")
-        if yn == 1:
+        if yn == 1 and have is DType.F16:
+            # GCC 12 converts _Float16 one element at a time: F16C eight at a time.
+            widen = self._widen_f16()
+            out.append(ind + f"    if (nr == {NR}) {widen}(dst, src, {NR});")
             out.append(
                 ind
-                + f"    if (nr == {NR}) {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = src[j]; }}"
+                + f"    else {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? {load('src[j]')} : 0.0f; }}"
+            )
+        elif yn == 1:
+            out.append(
+                ind
+                + f"    if (nr == {NR}) {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = {load('src[j]')}; }}"
             )
             out.append(
                 ind
-                + f"    else {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? src[j] : 0.0f; }}"
+                + f"    else {{ for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? {load('src[j]')} : 0.0f; }}"
             )
         else:
             out.append(
                 ind
-                + f"    for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? src[j * {yn}] : 0.0f;"
+                + f"    for (int64_t j = 0; j < {NR}; j++) dst[j] = j < nr ? {load(f'src[j * {yn}]')} : 0.0f;"
             )
         out.append(ind + "}")
+
+    def _widen_f16(self) -> str:
+        """A helper converting n fp16 values to f32: `vcvtph2ps` eight at a time where the
+        ISA has F16C (every AVX2 machine), C's conversion for the rest."""
+        name = f"{self.w.name}_widen"
+        if name not in self.made:
+            self.made.add(name)
+            self.w.helpers.append(
+                f"static inline void {name}(float *dst, const _Float16 *src, int64_t n) {{\n"
+                "    int64_t j = 0;\n"
+                "#ifdef __F16C__\n"
+                "    for (; j + 8 <= n; j += 8)\n"
+                "        _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + j))));\n"
+                "#endif\n"
+                "    for (; j < n; j++) dst[j] = (float)src[j];\n"
+                "}"
+            )
+        return name
 
     def _micro(self, rows: int, nv: int, xk: str, pfs: int | None = None) -> str:
         """A helper function: `rows` x `nv` vectors of accumulators (from zero, or from

@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from luminal.compiler.backends.cpu import cexpr
 from luminal.compiler.backends.cpu.simd import Isa
 from luminal.compiler.ir import DType
 from luminal.compiler.schedule import Kernel, Schedule
@@ -115,7 +116,9 @@ def match(sched: Schedule, kernel: Kernel, m: int = 2) -> Conv3x3 | None:
     cl = p.loops
     (xb, x), (yb, y) = cl.x, cl.y
     if not (
-        node.dtype is DType.F32 and sched.dtype(xb) is DType.F32 and sched.dtype(yb) is DType.F32
+        node.dtype is DType.F32
+        and sched.dtype(xb) is DType.F32
+        and sched.dtype(yb) in (DType.F32, DType.F16, DType.BF16)
     ):
         return None
     n = p.n
@@ -206,11 +209,17 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
         for i in range(a)
     )
     q_init = ", ".join(_comb(G[j], [f"t[i][{k}]" for k in range(3)]) for j in range(a))
+    # A narrow (fp16/bf16) weight is widened as it is transformed: the transformed
+    # weights are f32 in memory either way, the artifact's stay narrow.
+    have = w.s.dtype(p.loops.y[0])
+    gt = cexpr.ctype(have, "winograd weight")
+    at = f"s[i * {yh} + j * {yw}]"
+    load = at if have is DType.F32 else cexpr.cast(have, DType.F32, at)
     w.helpers.append(
         f"static float *_Atomic {name}_u;\n"
         f"static const void *_Atomic {name}_src;\n"
         f"static pthread_mutex_t {name}_mu = PTHREAD_MUTEX_INITIALIZER;\n"
-        f"static const float *{name}_weights(const float *g) {{\n"
+        f"static const float *{name}_weights(const {gt} *g) {{\n"
         f"    float *u = atomic_load_explicit(&{name}_u, memory_order_acquire);\n"
         f"    if (u && atomic_load_explicit(&{name}_src, memory_order_acquire) == (const void *)g) return u;\n"
         f"    pthread_mutex_lock(&{name}_mu);\n"
@@ -222,9 +231,9 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
         f"            for (int64_t e = 0; e < {aa * C * KP}; e++) nu[e] = 0.0f;\n"
         f"            for (int64_t c = 0; c < {C}; c++)\n"
         f"            for (int64_t n = 0; n < {K}; n++) {{\n"
-        f"                const float *s = g + {y.const} + c * {yc} + n * {yn};\n"
+        f"                const {gt} *s = g + {y.const} + c * {yc} + n * {yn};\n"
         f"                float r[3][3], t[{a}][3];\n"
-        f"                for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) r[i][j] = s[i * {yh} + j * {yw}];\n"
+        f"                for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) r[i][j] = {load};\n"
         f"                for (int j = 0; j < 3; j++) {{\n"
         f"{rows_t}\n"
         f"                }}\n"

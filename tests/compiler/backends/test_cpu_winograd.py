@@ -177,3 +177,23 @@ def test_f4_not_legal_when_transformed_weights_are_large() -> None:
     assert winograd.legal(sched, k) and not winograd.legal(sched, k, "winograd4")
     cands = candidates(sched, k, FEATURES)
     assert Variant(impl="winograd") in cands and Variant(impl="winograd4") not in cands
+
+
+@pytest.mark.skipif(not ISA.name, reason="no vector ISA")
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("impl", list(winograd.TILE))
+def test_winograd_widens_a_narrow_weight(precision: str, impl: str) -> None:
+    """A reduced-precision build's fp16/bf16 weight is widened as it is transformed: the
+    result is the lowered graph's (`ir.precision`), as the reference computes it."""
+    from luminal.compiler.ir.precision import Precision, lower
+
+    g = lower(_conv_graph(24, 40, 14, 14), Precision(precision))
+    sched = schedule(g)
+    names = _convs(sched)
+    kernel = next(k for k in sched.kernels if k.name == names[0])
+    assert winograd.legal(sched, kernel, impl)
+    variants = {names[0]: Variant(impl=impl)}
+    options = codegen.options_for(FEATURES, True, variants=variants)
+    feeds = _feeds(g)
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-2, atol=1e-2)
