@@ -49,13 +49,32 @@ def inspect_cmd(
 
       luminal inspect model.onnx --strict      # exit 6 if any op is unsupported
     """
-    summary = summarize(analyze_model(model, parse_dims(dim)))
+    dims = parse_dims(dim)
+    unbound = _unbound_dims(model, dims)
+    if unbound:  # a dynamic model is described at size 1, as it says
+        Console(stderr=True).print(
+            f"note: symbolic dims {', '.join(unbound)} taken as 1 for this summary "
+            "(--dim NAME=N to choose)",
+            highlight=False,
+        )
+        dims.update({name: 1 for name in unbound})
+    summary = summarize(analyze_model(model, dims))
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
     else:
         print_summary(Console(), summary)
     if strict and not summary.coverage.complete:
         raise UnsupportedOp(summary.coverage.message())
+
+
+def _unbound_dims(model: Path, dims: dict[str, int]) -> list[str]:
+    """The ONNX model's named symbolic input dims that `dims` leaves unbound."""
+    if model.suffix.lower() != ".onnx" or not model.is_file():
+        return []
+    from luminal.compiler.frontend.dims import symbolic_axes
+
+    named = {d for ax in symbolic_axes(model).values() for d in ax.values()}
+    return sorted(named - set(dims))
 
 
 def print_summary(console: Console, s: ModelSummary) -> None:

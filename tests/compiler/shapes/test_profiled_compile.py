@@ -151,3 +151,13 @@ def test_the_cli_compiles_a_profile_and_fixes_shapes(cli, tmp_path: Path) -> Non
     assert code == 2 and "no input of" in err and "batch, seq" in err
     code, _, err = cli("compile", model, "-o", out, "--shapes", "x=2x3", "--budget", "off")
     assert code == 2 and "x=2x3" in err
+
+
+def test_inspect_describes_a_dynamic_model_at_size_one(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = _attention_model(tmp_path / "m.onnx")
+    code, stdout, err = cli("inspect", model, "--json")
+    assert code == 0, err
+    assert "symbolic dims batch, seq taken as 1" in err
+    assert json.loads(stdout)["inputs"][0]["shape"] == [1, 1, 8]
+    code, stdout, _ = cli("inspect", model, "--dim", "batch=3", "--dim", "seq=5", "--json")
+    assert code == 0 and json.loads(stdout)["inputs"][0]["shape"] == [3, 5, 8]
