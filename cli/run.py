@@ -21,6 +21,7 @@ from luminal.compiler.inputs import random_inputs, read_inputs
 from luminal.errors import InvalidResult, UsageError
 from luminal.references.oracle import ORACLES, run_oracle
 from luminal.references.parity import Parity, Tolerance, compare, tolerance_for
+from luminal.references.quant_steps import steps_of_file
 
 #: `--rtol/--atol` hold every float output to f32's default unless given (as before).
 _DEFAULT = tolerance_for("f32")
@@ -84,7 +85,7 @@ def run_cmd(
     parity = None
     if compare_with:
         want = run_oracle(compare_with, engine.source, feeds)
-        parity = compare(outputs, want, Tolerance(rtol, atol))
+        parity = compare(outputs, want, Tolerance(rtol, atol), steps=steps_of_file(engine.source))
     if output_dir is not None:
         save_outputs(outputs, output_dir)
     if as_json:
