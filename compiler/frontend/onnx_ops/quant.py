@@ -155,10 +155,11 @@ def _conv_integer(ctx: NodeContext) -> list[Value]:
 
 
 def _factor(ctx: NodeContext, a_scale: Value, b_scale: Value, y_scale: Value) -> Value:
-    """a_scale * b_scale / y_scale in the scales' type, then f64 (numpy's promotion)."""
+    """a_scale * b_scale / y_scale in the scales' type, as ONNX Runtime's kernels compute
+    the requantization multiplier (f32 scales: f32, then float(acc) x multiplier in f32)."""
     b, r = ctx.b, ctx.round
     f = r(m.div(b, r(m.mul(b, a_scale, b_scale)), y_scale))
-    return b.cast(f, DType.F64)
+    return b.cast(f, DType.F64 if f.dtype is DType.F64 else DType.F32)
 
 
 def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
@@ -168,7 +169,8 @@ def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
         a is not None and w is not None and a_s is not None and w_s is not None and y_s is not None
     )
     c = contraction.matmul(b, centred(b, a, a_z), centred(b, w, w_z))
-    d = m.mul(b, b.cast(c, DType.F64), _factor(ctx, a_s, w_s, y_s))
+    f = _factor(ctx, a_s, w_s, y_s)
+    d = m.mul(b, b.cast(c, f.dtype), f)
     dtype = y_z.dtype if y_z is not None else a.dtype
     return [requantize(b, d, y_z, dtype)]
 
@@ -183,7 +185,8 @@ def _qlinear_conv(ctx: NodeContext) -> list[Value]:
     acc = _int_conv(ctx, centred(b, x, x_z), _conv_weights(b, w, w_z), bias)
     if w_s.ndim == 1 and w_s.shape[0] > 1:
         w_s = b.reshape(w_s, (1, w_s.shape[0], *([1] * (acc.ndim - 2))))
-    d = m.mul(b, b.cast(acc, DType.F64), _factor(ctx, x_s, w_s, y_s))
+    f = _factor(ctx, x_s, w_s, y_s)
+    d = m.mul(b, b.cast(acc, f.dtype), f)
     dtype = y_z.dtype if y_z is not None else x.dtype
     return [requantize(b, d, y_z, dtype)]
 

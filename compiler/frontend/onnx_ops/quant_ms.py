@@ -60,9 +60,9 @@ def _binary(mul: bool) -> Lowering:
 
 
 def _qgemm(ctx: NodeContext) -> list[Value]:
-    """alpha (A - a_zp)(B - b_zp) + C in the i32 domain (C is a bias quantized with scale
-    a_s b_s), then scaled by a_s b_s: a float output, or requantized when y_scale is given.
-    b_scale may be per output column."""
+    """(A - a_zp)(B - b_zp) + C in the i32 domain (C is a bias quantized with scale
+    alpha a_s b_s), then scaled by alpha a_s b_s: a float output, or requantized when
+    y_scale is given.  b_scale may be per output column."""
     b = ctx.b
     a, a_s, a_z, w, w_s, w_z, c, y_s, y_z = (ctx.optional(i) for i in range(9))
     assert a is not None and w is not None and a_s is not None and w_s is not None
@@ -78,14 +78,15 @@ def _qgemm(ctx: NodeContext) -> list[Value]:
         z = b.cast(w_z, DType.I32)
         z = b.reshape(z, (1, z.shape[0])) if z.ndim == 1 and z.shape[0] > 1 else b.reshape(z, ())
         wi = m.sub(b, wi, z)
-    acc = b.cast(contraction.matmul(b, ai, wi), DType.F32)
-    if alpha != 1.0:
-        acc = m.mul(b, acc, m.like(b, alpha, acc))
-    if c is not None:
-        acc = m.add(b, acc, b.cast(c, DType.F32))
+    acc = contraction.matmul(b, ai, wi)
+    if c is not None:  # quantized with scale alpha a_s b_s: added in the i32 domain
+        acc = m.add(b, acc, b.cast(c, DType.I32))
+    acc = b.cast(acc, DType.F32)
     ws = b.cast(w_s, DType.F32)
     ws = b.reshape(ws, (1, ws.shape[0])) if ws.ndim == 1 and ws.shape[0] > 1 else b.reshape(ws, ())
     scale = m.mul(b, _scalar(b, a_s), ws)
+    if alpha != 1.0:
+        scale = m.mul(b, scale, m.like(b, alpha, scale))
     if y_s is None:
         return [m.mul(b, acc, scale)]
     y = m.mul(b, acc, m.div(b, scale, _scalar(b, y_s)))
