@@ -27,6 +27,7 @@ from luminal.references.parity import (
     precision_tolerance,
     tolerance_for,
 )
+from luminal.references.quant_steps import steps_of_file
 
 #: `--rtol/--atol` hold every float output to f32's default unless given (as before), or
 #: an artifact built at a reduced precision to that precision's bound.
@@ -107,7 +108,12 @@ def run_cmd(
     atol = default.atol if atol is None else atol
     if compare_with:
         want = run_oracle(compare_with, engine.source, feeds)
-        parity = compare(outputs, want, Tolerance(rtol, atol) if given else default)
+        parity = compare(
+            outputs,
+            want,
+            Tolerance(rtol, atol) if given else default,
+            steps=steps_of_file(engine.source),
+        )
     if output_dir is not None:
         save_outputs(outputs, output_dir)
     if as_json:

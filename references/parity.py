@@ -15,6 +15,15 @@ The rule, on the float64 values of a float array:
 
 Integer and bool outputs (either side) must match exactly, compared as themselves.
 
+Quantization: an output computed through quantization may differ from another runtime's
+int8 run by one quantization step (runtimes fuse and requantize in different orders, so a
+value near a rounding boundary lands on either side).  That allowance is the tolerance's
+`step`, added to the bound: |got - want| <= step + atol + rtol x |want|.  It is keyed by what the graph
+says (`references.quant_steps`): the scale of the DequantizeLinear that produces a float
+output, 1 for an integer output of QuantizeLinear or a QLinear op; `compare(..., steps=)`
+takes them by output name.  An output the graph does not compute through quantization
+gets no step.
+
 There are two checks, each with defaults per dtype (`tolerance_for`):
 
     OUTPUT  a compiled model's outputs against an oracle or the customer's baseline
@@ -48,7 +57,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import ml_dtypes
@@ -68,6 +77,7 @@ class Tolerance:
     rtol: float
     atol: float
     scale: float = 0.0
+    step: float = 0.0  # one quantization step: an element within it passes (integers too)
 
 
 EXACT = Tolerance(0.0, 0.0)
@@ -139,7 +149,9 @@ class OutputParity:
     reason: str = ""
 
     def to_json(self) -> dict[str, object]:
+        step = {"step": self.tolerance.step} if self.tolerance.step else {}
         return {
+            **step,
             "name": self.name,
             "rtol": self.tolerance.rtol,
             "atol": self.tolerance.atol,
@@ -195,17 +207,19 @@ def compare(
     want: Mapping[str, np.ndarray],
     tolerances: Tolerance | Mapping[str, Tolerance] | None = None,
     check: Check = Check.OUTPUT,
+    steps: Mapping[str, float] | None = None,
 ) -> Parity:
     """Every output of `want` (the reference), in its order, against `got`.
 
     `tolerances`: None takes `check`'s default for each output's dtype; one `Tolerance`
     holds every float output to it (`luminal run --rtol/--atol`); a mapping by dtype key
     (`f32`, ...) overrides the defaults per dtype (`luminal bench --tol`).  Integer and bool
-    outputs are always exact."""
+    outputs are always exact, but for `steps`: one quantization step per output name, for
+    outputs computed through quantization (`references.quant_steps`)."""
     results = []
     for name, ref in want.items():
         ref = np.asarray(ref)
-        tol = _pick(tolerances, ref.dtype, check)
+        tol = with_step(_pick(tolerances, ref.dtype, check), (steps or {}).get(name, 0.0))
         if name in got:
             results.append(compare_arrays(name, got[name], ref, tol))
         else:
@@ -213,6 +227,11 @@ def compare(
                 OutputParity(name, tol, np.inf, np.inf, ref.size, ref.size, False, "missing")
             )
     return Parity(tuple(results))
+
+
+def with_step(tol: Tolerance, step: float) -> Tolerance:
+    """`tol` that also passes an element within one quantization step."""
+    return tol if step <= tol.step else replace(tol, step=float(step))
 
 
 def _pick(
@@ -234,7 +253,7 @@ def compare_arrays(name: str, got: np.ndarray, want: np.ndarray, tol: Tolerance)
         reason = f"shape {got.shape} != {want.shape}"
         return OutputParity(name, tol, np.inf, np.inf, want.size, want.size, False, reason)
     if not (is_float(got.dtype) and is_float(want.dtype)):
-        tol = EXACT
+        tol = with_step(EXACT, tol.step)
     g, w = got.astype(np.float64), want.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - w)
@@ -242,7 +261,9 @@ def compare_arrays(name: str, got: np.ndarray, want: np.ndarray, tol: Tolerance)
         same_special = ~both & ((np.isnan(g) & np.isnan(w)) | (g == w))
         misplaced = int(np.count_nonzero(~both & ~same_special))
         if is_float(got.dtype) or is_float(want.dtype):
-            outside = both & ~(diff <= tol.atol + tol.rtol * np.abs(w))
+            outside = both & ~(diff <= tol.atol + tol.rtol * np.abs(w) + tol.step)
+        elif tol.step:  # quantized integers: within `step` of each other
+            outside = np.abs(got.astype(np.int64) - want.astype(np.int64)) > tol.step
         else:  # integers and bools: their own values (float64 rounds above 2**53)
             outside = got != want
         mismatched = int(np.count_nonzero(outside)) + misplaced

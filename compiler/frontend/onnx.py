@@ -33,6 +33,7 @@ from luminal.compiler.frontend.coverage import (
 )
 from luminal.compiler.frontend.model import Analysis, LoadedModel
 from luminal.compiler.frontend.onnx_precision import ValueTypes
+from luminal.compiler.frontend.onnx_qdq import integer_contractions
 from luminal.compiler.ir import GraphBuilder, TensorSpec, Value
 from luminal.compiler.ir.dtypes import ONNX_DTYPES
 from luminal.errors import ModelLoadError, UnsupportedOp, UsageError, one_line
@@ -59,7 +60,7 @@ def lower(model: onnx.ModelProto, dims: Mapping[str, int], source: str = "<memor
     UnsupportedOp (a single one keeps its own message)."""
     opset = _default_opset(model, source)
     recorder = Recorder()
-    lowered = _lower(model, dims, source, opset, recorder)
+    lowered = _lower(integer_contractions(model), dims, source, opset, recorder)
     recorder.raise_if_refused()
     return lowered.loaded(model)
 

@@ -194,7 +194,7 @@ def _as_contraction(
         node.op is not Op.SUM
         or src in mat
         or graph.nodes[src].op is not Op.MUL
-        or not graph.nodes[src].dtype.is_float
+        or not (graph.nodes[src].dtype.is_float or graph.nodes[src].dtype is DType.I32)
     ):
         return k
     cl = contraction_loops(graph, mat, k.node)

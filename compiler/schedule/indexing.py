@@ -144,8 +144,12 @@ def loads_of(
     some read of it is data-dependent or padded (and so cannot be matched statically)."""
     found: list[Lin] = []
     stack = [(root, idx)]
+    seen: set[tuple[int, Index]] = set()  # a value read twice (x * x, a rounding) is walked once
     while stack:
         i, at = stack.pop()
+        if (i, at) in seen:
+            continue
+        seen.add((i, at))
         node = graph.nodes[i]
         if i == target:
             found.append(row_major(at, node.shape))

@@ -86,11 +86,13 @@ def partition(graph: Graph) -> Partition:
             nodes[c].op is Op.CAST and nodes[c].dtype in NARROW for c in consumers[i]
         )
 
-    # Computed nodes shared by several kernels.
+    # Computed nodes shared by several kernels, the last first: materializing the end of a
+    # shared chain (a requantize read by a convolution and a residual add) unshares every
+    # node before it, which then stays inside the one kernel that computes the chain.
     changed = True
     while changed:
         changed = False
-        for i in range(len(nodes)):
+        for i in reversed(range(len(nodes))):
             if i in mat or not computed(i) or nodes[i].op is Op.IOTA or rounded_only(i):
                 continue
             if len(_kernels_reading(i, nodes, consumers, mat)) > 1:

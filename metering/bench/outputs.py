@@ -2,11 +2,13 @@
 
 The rule and the defaults are `luminal.references.parity`'s (its OUTPUT check): an element
 passes when |got - want| <= atol + rtol x |want|; integer and bool outputs must match
-exactly, NaNs and infinities must sit in the same places.  The tolerance is chosen by the
-dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL` overrides one dtype's.  An
-artifact built at a reduced precision (`--precision fp16|bf16`) holds every float output
-the user did not set with `--tol` to its precision's bound instead (`for_precision`,
-from `references.parity.precision_tolerance`, the one table).
+exactly, NaNs and infinities must sit in the same places; an output the model computes
+through quantization may also be one quantization step off (`references.quant_steps`).
+The tolerance is chosen by the dtype of the baseline's output; `--tol DTYPE=RTOL,ATOL`
+overrides one dtype's.  An artifact built at a reduced precision (`--precision
+fp16|bf16`) holds every float output the user did not set with `--tol` to its
+precision's bound instead (`for_precision`, from `references.parity.precision_tolerance`,
+the one table).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from luminal.references.parity import (
     is_float,
     precision_tolerance,
     tolerance_for,
+    with_step,
 )
 
 #: The OUTPUT check's tolerance per float dtype; integer and bool outputs are always exact.
@@ -106,6 +109,8 @@ class OutputCheck:
             "ok": p.ok,
             "reason": p.reason,
         }
+        if p.tolerance.step:  # one quantization step allowed (references.quant_steps)
+            data["step"] = p.tolerance.step
         for k in ("max_abs", "max_rel"):  # JSON has no infinity
             if not np.isfinite(data[k]):  # type: ignore[arg-type]
                 data[k] = None
@@ -116,13 +121,16 @@ def check_outputs(
     got: Mapping[str, np.ndarray],
     want: Mapping[str, np.ndarray],
     tolerances: Mapping[str, Tolerance],
+    steps: Mapping[str, float] | None = None,
 ) -> list[OutputCheck]:
-    """One check per output of `want` (the baseline's), in its order."""
+    """One check per output of `want` (the baseline's), in its order; `steps` allow one
+    quantization step on the outputs computed through quantization (`references.parity`)."""
     checks = []
     for name, ref in want.items():
         ref = np.asarray(ref)
         key = dtype_key(ref.dtype)
         tol = tolerances.get(key, EXACT) if is_float(ref.dtype) else EXACT
+        tol = with_step(tol, (steps or {}).get(name, 0.0))
         if name in got:
             o = compare_arrays(name, got[name], ref, tol)
             found = np.asarray(got[name]).dtype

@@ -46,6 +46,7 @@ from luminal.references.baselines import (
     versions,
 )
 from luminal.references.parity import Tolerance
+from luminal.references.quant_steps import steps_of_file
 
 SCENARIOS = ("latency", "throughput")
 FRESH_BYTES = 256 * 2**20  # at most this much memory of fresh TEST04 inputs
@@ -133,7 +134,10 @@ def run_bench(
     fresh = inputs.fresh(session.inputs, _fresh_count(req.method.audit_runs, sets.sets[0]))
     # a reduced-precision artifact is held to its precision's bound (outputs.for_precision)
     tolerances = for_precision(req.tolerances, session.manifest.options.get("precision"))
-    data = execute(scenarios, fresh, req.method, tolerances, clock=clock, progress=progress)
+    steps = steps_of_file(model)  # one quantization step for outputs computed through it
+    data = execute(
+        scenarios, fresh, req.method, tolerances, clock=clock, progress=progress, steps=steps
+    )
     data["conditions"] = conditions.to_json()
     data["machine"] = {
         **environment.machine(),
@@ -205,8 +209,10 @@ def execute(
     *,
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
+    steps: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Parity, measurement and audits on prepared arms (tests pass fake arms and clocks)."""
+    """Parity, measurement and audits on prepared arms (tests pass fake arms and clocks);
+    `steps`: one quantization step per output computed through quantization."""
     parity: list[list[OutputCheck]] = []
     references: dict[str, list[dict[str, np.ndarray]]] = {}
     ran = [s for s in scenarios if isinstance(s, Scenario)]
@@ -215,7 +221,7 @@ def execute(
         for k, feeds in enumerate(sc.inputs.sets):
             want = sc.baseline(feeds)
             references[sc.name].append(dict(want))
-            parity.append(check_outputs(sc.candidate(feeds), want, tolerances))
+            parity.append(check_outputs(sc.candidate(feeds), want, tolerances, steps))
             if progress:
                 progress(
                     f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets), f"{k + 1} input sets"

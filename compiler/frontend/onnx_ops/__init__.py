@@ -14,6 +14,7 @@ from luminal.compiler.frontend.onnx_ops import (
     nn,
     norms,
     quant,
+    quant_ms,
     recurrent,
     reduce,
     resize,
@@ -42,7 +43,7 @@ OPS: dict[str, Lowering] = merge_op_tables(
     sampling.OPS,
 )
 
-#: ops of other domains (ai.onnx.ml, ai.onnx.preview.training), by (domain, op type)
-DOMAIN_OPS: dict[tuple[str, str], Lowering] = dict(domains.DOMAIN_OPS)
+#: ops of other domains (ai.onnx.ml, ai.onnx.preview.training, com.microsoft), by (domain, op type)
+DOMAIN_OPS: dict[tuple[str, str], Lowering] = {**domains.DOMAIN_OPS, **quant_ms.DOMAIN_OPS}
 
 __all__ = ["DOMAIN_OPS", "OPS", "Lowering", "NodeContext"]

@@ -1,7 +1,7 @@
 """ONNX linear quantization over integer types (8 and 16 bit): QuantizeLinear,
-DequantizeLinear (per tensor, per axis, blocked), MatMulInteger, ConvInteger,
-QLinearMatMul and QLinearConv.  Float8, float4 and 4/2-bit integer encodings are not
-element types luminal has; they are refused by name."""
+DequantizeLinear (per tensor, per axis, blocked), DynamicQuantizeLinear, MatMulInteger,
+ConvInteger, QLinearMatMul and QLinearConv.  Float8, float4 and 4/2-bit integer encodings
+are not element types luminal has; they are refused by name."""
 
 from __future__ import annotations
 
@@ -46,10 +46,12 @@ def _axis(ctx: NodeContext, rank: int) -> int:
     return axis % rank if rank else 0
 
 
-def _requantize(b: GraphBuilder, y: Value, zero: Value | None, dtype: DType) -> Value:
+def requantize(b: GraphBuilder, y: Value, zero: Value | None, dtype: DType) -> Value:
     """round half to even, add the zero point, saturate, convert."""
     r = sp.round_half_even(b, y)
     if zero is not None:
+        if zero.ndim and int(np.prod(zero.shape)) == 1:
+            zero = b.reshape(zero, ())
         r = m.add(b, r, b.cast(zero, r.dtype))
     info = np.iinfo(dtype.np)
     r = m.clip(b, r, m.like(b, int(info.min), r), m.like(b, int(info.max), r))
@@ -75,7 +77,7 @@ def _quantize(ctx: NodeContext) -> list[Value]:
     else:
         y = ctx.round(m.div(b, x, s))
     z = None if zero is None else _spread(ctx, zero, x.shape, axis, block)
-    return [_requantize(b, y, z, dtype)]
+    return [requantize(b, y, z, dtype)]
 
 
 def _dequantize(ctx: NodeContext) -> list[Value]:
@@ -96,20 +98,36 @@ def _dequantize(ctx: NodeContext) -> list[Value]:
     return [b.cast(y, ctx.dtype(want)) if want else y]
 
 
-def _centred(b: GraphBuilder, x: Value, zero: Value | None, per_row: bool = False) -> Value:
+def centred(b: GraphBuilder, x: Value, zero: Value | None, per_row: bool = False) -> Value:
+    """x - zero in i32 (a per-tensor zero point, or per row of a matrix with `per_row`)."""
     xi = b.cast(x, DType.I32)
     if zero is None:
         return xi
     z = b.cast(zero, DType.I32)
     if per_row and z.ndim == 1 and z.shape[0] > 1:
         z = b.reshape(z, (z.shape[0], 1))
+    elif z.ndim and int(np.prod(z.shape)) == 1:
+        z = b.reshape(z, ())
     return m.sub(b, xi, z)
+
+
+def _dynamic_quantize(ctx: NodeContext) -> list[Value]:
+    """DynamicQuantizeLinear: u8 over the range of x widened to hold 0; scale
+    (max(0, max x) - min(0, min x)) / 255, zero point round(-min / scale) saturated."""
+    b, x = ctx.b, ctx.input(0)
+    axes = list(range(x.ndim))
+    zero = m.like(b, 0.0, b.reshape(m.reduce_max(b, x, axes, keepdims=False), ()))
+    hi = m.maximum(b, b.reshape(m.reduce_max(b, x, axes, keepdims=False), ()), zero)
+    lo = m.minimum(b, b.reshape(m.reduce_min(b, x, axes, keepdims=False), ()), zero)
+    scale = m.div(b, m.sub(b, hi, lo), m.like(b, 255.0, hi))
+    zp = requantize(b, m.div(b, m.neg(b, lo), scale), None, DType.U8)
+    return [requantize(b, m.div(b, x, scale), zp, DType.U8), scale, zp]
 
 
 def _matmul_integer(ctx: NodeContext) -> list[Value]:
     b = ctx.b
-    a = _centred(b, ctx.input(0), ctx.optional(2), per_row=True)
-    w = _centred(b, ctx.input(1), ctx.optional(3))
+    a = centred(b, ctx.input(0), ctx.optional(2), per_row=True)
+    w = centred(b, ctx.input(1), ctx.optional(3))
     return [contraction.matmul(b, a, w)]
 
 
@@ -132,15 +150,16 @@ def _int_conv(ctx: NodeContext, x: Value, w: Value, bias: Value | None) -> Value
 
 def _conv_integer(ctx: NodeContext) -> list[Value]:
     b = ctx.b
-    x = _centred(b, ctx.input(0), ctx.optional(2))
+    x = centred(b, ctx.input(0), ctx.optional(2))
     return [_int_conv(ctx, x, _conv_weights(b, ctx.input(1), ctx.optional(3)), None)]
 
 
 def _factor(ctx: NodeContext, a_scale: Value, b_scale: Value, y_scale: Value) -> Value:
-    """a_scale * b_scale / y_scale in the scales' type, then f64 (numpy's promotion)."""
+    """a_scale * b_scale / y_scale in the scales' type, as ONNX Runtime's kernels compute
+    the requantization multiplier (f32 scales: f32, then float(acc) x multiplier in f32)."""
     b, r = ctx.b, ctx.round
     f = r(m.div(b, r(m.mul(b, a_scale, b_scale)), y_scale))
-    return b.cast(f, DType.F64)
+    return b.cast(f, DType.F64 if f.dtype is DType.F64 else DType.F32)
 
 
 def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
@@ -149,10 +168,11 @@ def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
     assert (
         a is not None and w is not None and a_s is not None and w_s is not None and y_s is not None
     )
-    c = contraction.matmul(b, _centred(b, a, a_z), _centred(b, w, w_z))
-    d = m.mul(b, b.cast(c, DType.F64), _factor(ctx, a_s, w_s, y_s))
+    c = contraction.matmul(b, centred(b, a, a_z), centred(b, w, w_z))
+    f = _factor(ctx, a_s, w_s, y_s)
+    d = m.mul(b, b.cast(c, f.dtype), f)
     dtype = y_z.dtype if y_z is not None else a.dtype
-    return [_requantize(b, d, y_z, dtype)]
+    return [requantize(b, d, y_z, dtype)]
 
 
 def _qlinear_conv(ctx: NodeContext) -> list[Value]:
@@ -162,17 +182,19 @@ def _qlinear_conv(ctx: NodeContext) -> list[Value]:
     assert (
         x is not None and w is not None and x_s is not None and w_s is not None and y_s is not None
     )
-    acc = _int_conv(ctx, _centred(b, x, x_z), _conv_weights(b, w, w_z), bias)
+    acc = _int_conv(ctx, centred(b, x, x_z), _conv_weights(b, w, w_z), bias)
     if w_s.ndim == 1 and w_s.shape[0] > 1:
         w_s = b.reshape(w_s, (1, w_s.shape[0], *([1] * (acc.ndim - 2))))
-    d = m.mul(b, b.cast(acc, DType.F64), _factor(ctx, x_s, w_s, y_s))
+    f = _factor(ctx, x_s, w_s, y_s)
+    d = m.mul(b, b.cast(acc, f.dtype), f)
     dtype = y_z.dtype if y_z is not None else x.dtype
-    return [_requantize(b, d, y_z, dtype)]
+    return [requantize(b, d, y_z, dtype)]
 
 
 OPS: dict[str, Lowering] = {
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
+    "DynamicQuantizeLinear": _dynamic_quantize,
     "MatMulInteger": _matmul_integer,
     "ConvInteger": _conv_integer,
     "QLinearMatMul": _qlinear_matmul,
