@@ -15,7 +15,7 @@ from luminal.cli.options import DimOption, JsonOption, parse_dims
 from luminal.compiler.frontend import analyze_model
 from luminal.compiler.frontend.coverage import Coverage, OpStatus
 from luminal.compiler.summary import ModelSummary, summarize
-from luminal.errors import UnsupportedOp
+from luminal.errors import LuminalError, UnsupportedOp
 
 StrictOption = Annotated[
     bool,
@@ -73,7 +73,10 @@ def _unbound_dims(model: Path, dims: dict[str, int]) -> list[str]:
         return []
     from luminal.compiler.frontend.dims import symbolic_axes
 
-    named = {d for ax in symbolic_axes(model).values() for d in ax.values()}
+    try:
+        named = {d for ax in symbolic_axes(model).values() for d in ax.values()}
+    except LuminalError:
+        return []  # not readable: the loader says so, in its words
     return sorted(named - set(dims))
 
 

@@ -21,7 +21,7 @@ def symbolic_axes(path: str | os.PathLike[str]) -> dict[str, dict[int, str]]:
     try:
         model = onnx.load(str(file), load_external_data=False)
     except Exception as err:
-        raise ModelLoadError(file, f"is not a readable ONNX model ({err})") from None
+        raise ModelLoadError(file, f"not a valid ONNX file ({err})") from None
     weights = {i.name for i in model.graph.initializer}
     axes: dict[str, dict[int, str]] = {}
     for inp in model.graph.input:

@@ -120,6 +120,13 @@ def write_contraction(w: KernelWriter) -> KernelCode:
             how = ', input_precision="ieee", out_dtype=tl.float64'
         else:
             how = ""
+        # tl.dot takes no i32 operands (an integer contraction: ConvInteger, QLinear ops):
+        # a broadcast product summed over the K tile instead, exact in i32
+        step = (
+            "    acc += tl.sum(xt[:, :, None] * yt[None, :, :], axis=1)"
+            if dt.is_int
+            else f"    acc = tl.dot(xt, yt, acc{how})"
+        )
         lines += [
             f"xrow = {px} + ({vec(xo, 'm', 'BLOCK_M')}{scalar(xo)})[:, None]",
             f"ycol = {py} + ({vec(yo, 'n', 'BLOCK_N')}{scalar(yo)})[None, :]",
@@ -134,7 +141,7 @@ def write_contraction(w: KernelWriter) -> KernelCode:
             f"        k = tl.minimum(k, {max(K - 1, 0)})",
             f"        xt = tl.load(xrow + ({vec(xo, 'k', 'BLOCK_K')})[None, :], mask=k_live[None, :], other=0)",
             f"        yt = tl.load(ycol + ({vec(yo, 'k', 'BLOCK_K')})[:, None], mask=k_live[:, None], other=0)",
-            f"    acc = tl.dot(xt, yt, acc{how})",
+            step,
         ]
     value = "acc" if acc_t is red.dtype else f"acc.to({texpr.tltype(red.dtype)})"
     if k.reduction is not None:

@@ -199,7 +199,11 @@ def test_symbolic_dim_must_be_bound(cli, tmp_path: Path) -> None:  # type: ignor
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     path = tmp_path / "sym.onnx"
     onnx.save(model, path)
-    _assert_clean_failure(cli, ["inspect", path], 2, "'batch'", "--dim batch=N")
+    out_path = tmp_path / "sym.lmnl"
+    compile_args = ["compile", path, "-o", out_path, "--budget", "off"]
+    _assert_clean_failure(cli, compile_args, 2, "'batch'", "--dim batch=N", "--profile batch=")
+    rc, out, err = cli("inspect", path)  # described at size 1, saying so
+    assert rc == 0 and "symbolic dims batch taken as 1" in err, err
     rc, out, err = cli("run", path, "--dim", "batch=3", "--compare", "onnxruntime", "--json")
     assert rc == 0, err
     assert '"shape": [\n        3,\n        4\n      ]' in out

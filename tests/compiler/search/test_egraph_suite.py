@@ -18,7 +18,9 @@ CASES = {
     "mlp": (0, True),
     "cnn": (0, True),
     "encoder": (6, True),
-    "gpt": (10, True),
+    # 9 since shared chains materialize only their end (partition.py): the unrewritten
+    # graph schedules to 46 kernels instead of more, the rewritten one to 37
+    "gpt": (9, True),
 }
 
 
