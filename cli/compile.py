@@ -34,7 +34,7 @@ from luminal.compiler.pipeline import (
     CompileResult,
     compile_model,
 )
-from luminal.compiler.shapes.build import ProfiledResult, compile_profiled
+from luminal.compiler.shapes.build import Hooks, ProfiledResult, compile_profiled
 from luminal.compiler.shapes.profile import parse_profile, parse_shapes
 from luminal.errors import UsageError
 
@@ -200,17 +200,9 @@ def compile_cmd(
                 sizes_text = ", ".join(f"{d}={v}" for d, v in sizes.items())
                 console.print(f"specialization {n + 1}/{total}: {sizes_text}", highlight=False)
 
+            hooks = Hooks(point, step, progress, lambda status: print_warnings(console, status))
             profiled = compile_profiled(
-                model,
-                out,
-                shape_profile,
-                fixed,
-                options,
-                target=chosen,
-                on_point=point,
-                on_step=step,
-                on_progress=progress,
-                on_license=lambda status: print_warnings(console, status),
+                model, out, shape_profile, fixed, options, target=chosen, hooks=hooks
             )
             console.print(f"  [green]✓[/] {done[-1]}")
         else:

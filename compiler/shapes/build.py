@@ -104,6 +104,17 @@ def profile_axes(
     return axes
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What a caller hears while a profile compiles: each build's start (its point, its
+    number, how many), and `compile_model`'s own stage, progress and license hooks."""
+
+    on_point: Callable[[Mapping[str, int], int, int], None] | None = None
+    on_step: Callable[[str], None] | None = None
+    on_progress: Progress | None = None
+    on_license: LicenseHook | None = None
+
+
 def compile_profiled(
     model: Path,
     output: Path,
@@ -111,25 +122,16 @@ def compile_profiled(
     fixed: Mapping[str, int],
     options: CompileOptions,
     target: Target | None = None,
-    on_point: Callable[[Mapping[str, int], int, int], None] | None = None,
-    on_step: Callable[[str], None] | None = None,
-    on_progress: Progress | None = None,
-    on_license: LicenseHook | None = None,
+    hooks: Hooks = Hooks(),
 ) -> ProfiledResult:
     """Compile the ONNX model at `model` for `profile` (its other symbolic dims bound by
     `fixed`) into the artifact `output`."""
-    return compile_points(
-        lambda point: load_model(model, {**fixed, **point}),
-        profile_axes(model, profile, fixed),
-        output,
-        profile,
-        options,
-        target,
-        on_point,
-        on_step,
-        on_progress,
-        on_license,
-    )
+
+    def load(point: Mapping[str, int]) -> LoadedModel:
+        return load_model(model, {**fixed, **point})
+
+    axes = profile_axes(model, profile, fixed)
+    return compile_points(load, axes, output, profile, options, target, hooks)
 
 
 def compile_points(
@@ -139,10 +141,7 @@ def compile_points(
     profile: ShapeProfile,
     options: CompileOptions,
     target: Target | None = None,
-    on_point: Callable[[Mapping[str, int], int, int], None] | None = None,
-    on_step: Callable[[str], None] | None = None,
-    on_progress: Progress | None = None,
-    on_license: LicenseHook | None = None,
+    hooks: Hooks = Hooks(),
 ) -> ProfiledResult:
     """The profile compile for any frontend: `load(point)` is the model at one point's
     sizes, `axes` where the profile's dims sit in its inputs."""
@@ -166,8 +165,8 @@ def compile_points(
         total = len(opt_jobs) + len(points) - 1
         jobs = itertools.chain(opt_jobs, (j for p in points[1:] for j in prepare(p, False)))
         for n, (point, model, spec, masks) in enumerate(jobs):
-            if on_point:
-                on_point(point, n, total)
+            if hooks.on_point:
+                hooks.on_point(point, n, total)
             budget = options.budget_seconds
             if n and budget is not None:
                 budget = budget / (total - 1)  # the first build gets the whole budget
@@ -176,10 +175,10 @@ def compile_points(
                 model,
                 path,
                 dataclasses.replace(options, budget_seconds=budget),
-                on_step=on_step,
-                on_progress=on_progress,
+                on_step=hooks.on_step,
+                on_progress=hooks.on_progress,
                 target=target,
-                on_license=on_license,
+                on_license=hooks.on_license,
             )
             results.append(PointResult(point, result, masks, spec.exact))
             if n:
