@@ -173,6 +173,11 @@ def _load(file: Path, art: Artifact, backend: Backend) -> Executable:
     specializations (the opt point's loaded now, the others on first use)."""
     if art.manifest.profile is None:
         return backend.load(art.manifest, art.members)
+    missing = [
+        s.member for s in art.manifest.profile.specializations[1:] if s.member not in art.members
+    ]
+    if missing:
+        raise IntegrityError(f"its profile names members it does not hold: {missing}")
 
     def load_inner(spec: Specialization) -> Executable:
         # The outer manifest is signed and lists this member's SHA-256, checked when the

@@ -161,3 +161,19 @@ def test_inspect_describes_a_dynamic_model_at_size_one(cli, tmp_path: Path) -> N
     assert json.loads(stdout)["inputs"][0]["shape"] == [1, 1, 8]
     code, stdout, _ = cli("inspect", model, "--dim", "batch=3", "--dim", "seq=5", "--json")
     assert code == 0 and json.loads(stdout)["inputs"][0]["shape"] == [3, 5, 8]
+
+
+def test_a_profile_naming_a_member_it_lacks_is_refused_at_load(profiled) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from luminal.compiler.runtime.session import open_artifact
+
+    _, result = profiled
+    art = read_artifact(result.path)
+    spec = art.manifest.profile
+    assert spec is not None
+    last = dataclasses.replace(spec.specializations[-1], member="profile.gone.lmnl")
+    bad = dataclasses.replace(spec, specializations=(*spec.specializations[:-1], last))
+    edited = dataclasses.replace(art, manifest=dataclasses.replace(art.manifest, profile=bad))
+    with pytest.raises(IntegrityError, match=r"does not hold: \['profile.gone.lmnl'\]"):
+        open_artifact(result.path, edited, meter=None)
