@@ -95,6 +95,13 @@ class ProfileSpec:
                 or any(d not in names for ax in axes.values() for d in ax.values())
                 or any(not set(s.padded) <= names for s in specs)
                 or specs[0].member != ""
+                or any(
+                    t.size < 1 or t.inner < 1
+                    for sp in specs
+                    for tags in sp.outputs.values()
+                    for axis in tags
+                    for t in axis
+                )
                 or any(not s.member.startswith(SPECIALIZATION_PREFIX) for s in specs[1:])
             ):
                 raise ValueError

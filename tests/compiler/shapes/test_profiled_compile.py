@@ -121,6 +121,7 @@ def test_a_hand_edited_profile_record_is_an_integrity_error(profiled) -> None:  
         lambda p: p["specializations"][0].update(exact="yes"),
         lambda p: p.update(axes={"x": {"0": "nope"}}),
         lambda p: p["specializations"][0]["outputs"].update(p=[[["seq", -1, 1]]]),
+        lambda p: p["specializations"][1]["outputs"].update(p=[[["seq", 8, 0]], [], []]),
     ):
         bad = json.loads(json.dumps(data))
         edit(bad["profile"])
