@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +25,14 @@ QUICK = (
 NOISE = {"latency.interval", "throughput.interval"}
 
 
+WIDTH = 16
+
+
 def _mlp(path: Path, seed: int) -> Path:
-    """x[N, 16] -> relu(x @ W + b): the batch dim N is symbolic."""
+    """x[N, WIDTH] -> relu(x @ W + b): the batch dim N is symbolic."""
     rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")
+    w = numpy_helper.from_array(rng.standard_normal((WIDTH, WIDTH)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(WIDTH).astype(np.float32), "b")
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["h"]),
         helper.make_node("Add", ["h", "b"], ["z"]),
@@ -36,8 +41,8 @@ def _mlp(path: Path, seed: int) -> Path:
     graph = helper.make_graph(
         nodes,
         "tiny",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 16])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", WIDTH])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", WIDTH])],
         initializer=[w, b],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -52,6 +57,19 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"a": _mlp(folder / "a.onnx", 0), "b": _mlp(folder / "b.onnx", 1)}
 
 
+def _bench(*args: object) -> tuple[int, str, str]:
+    """`luminal bench` in a process of its own, as a customer runs it: late in a full test
+    session the in-process runs took TEST04 (fresh vs repeated inputs) past its 1.10x
+    bound, 1.13-1.16x, where a fresh process measures 1.01-1.03x."""
+    done = subprocess.run(
+        [sys.executable, "-m", "luminal", "bench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
 def _failed(report: Path) -> set[str]:
     _, statement = read(report)
     checks = statement["predicate"]["results"]["validity"]["checks"]
@@ -60,8 +78,8 @@ def _failed(report: Path) -> set[str]:
 
 def test_compile_first_bench_with_both_scenarios(cli, models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "report.json"
-    rc, stdout, err = cli(
-        "bench", models["a"], "--compile-first", "--dim", "N=2", "--batch", "8", "-o", out, *QUICK
+    rc, stdout, err = _bench(
+        models["a"], "--compile-first", "--dim", "N=2", "--batch", "8", "-o", out, *QUICK
     )
     assert rc in (0, 5), err
     assert _failed(out) <= NOISE, err
@@ -111,11 +129,10 @@ def test_an_artifact_of_another_model_is_invalid(cli, models, tmp_path: Path) ->
 def test_inputs_from_a_file_and_their_digest(cli, models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     artifact = tmp_path / "a.lmnl"
     assert cli("compile", models["a"], "--dim", "N=2", "-o", artifact)[0] == 0
-    x = np.random.default_rng(9).standard_normal((3, 2, 16)).astype(np.float32)  # 3 sets
+    x = np.random.default_rng(9).standard_normal((3, 2, WIDTH)).astype(np.float32)  # 3 sets
     np.savez(tmp_path / "in.npz", x=x)
     out = tmp_path / "r.json"
-    rc, _, err = cli(
-        "bench",
+    rc, _, err = _bench(
         artifact,
         "--inputs",
         tmp_path / "in.npz",
