@@ -71,10 +71,10 @@ def _unbound_dims(model: Path, dims: dict[str, int]) -> list[str]:
     """The ONNX model's named symbolic input dims that `dims` leaves unbound."""
     if model.suffix.lower() != ".onnx" or not model.is_file():
         return []
-    from luminal.compiler.frontend.dims import symbolic_axes
+    from luminal.compiler.frontend.dims import dim_names, symbolic_axes
 
     try:
-        named = {d for ax in symbolic_axes(model).values() for d in ax.values()}
+        named = dim_names(symbolic_axes(model))
     except LuminalError:
         return []  # not readable: the loader says so, in its words
     return sorted(named - set(dims))

@@ -109,6 +109,7 @@ class InferenceSession:
             import onnx
 
             from luminal.compiler.frontend import onnx as onnx_frontend
+            from luminal.compiler.frontend.dims import axes_of, dim_names
             from luminal.integrations.build import compile_to_session
             from luminal.integrations.onnx_backend import upgrade
 
@@ -119,12 +120,13 @@ class InferenceSession:
             model = upgrade(path_or_bytes)
             _check(model)
             self._meta = _metadata(model)
-            if _symbolic_dims(model) - set(dims or {}) or profile:
+            named = dim_names(axes_of(model))
+            if named - set(dims or {}) or profile:
                 with tempfile.TemporaryDirectory(prefix="luminal-model-") as tmp:
                     file = Path(tmp) / "model.onnx"
                     onnx.save(model, file)
                     keep = Path(cache_dir) / "model.lmnl" if cache_dir is not None else None
-                    self._session = _compile_profile(file, dims, profile, options, keep)
+                    self._session = _compile_profile(file, named, dims, profile, options, keep)
                 return
             loaded = onnx_frontend.lower(model, dims or {}, source=SOURCE)
             keep = Path(cache_dir) / "model.lmnl" if cache_dir is not None else None
@@ -141,11 +143,11 @@ class InferenceSession:
         keep = Path(cache_dir) / f"{path.stem}.lmnl" if cache_dir is not None else None
         if path.suffix.lower() == ".onnx" and path.is_file():
             self._meta = _file_metadata(path)
-            from luminal.compiler.frontend.dims import symbolic_axes
+            from luminal.compiler.frontend.dims import dim_names, symbolic_axes
 
-            named = {d for ax in symbolic_axes(path).values() for d in ax.values()}
+            named = dim_names(symbolic_axes(path))
             if named - set(dims or {}) or profile:
-                self._session = _compile_profile(path, dims, profile, options, keep)
+                self._session = _compile_profile(path, named, dims, profile, options, keep)
                 return
         loaded = load_model(path, dims)
         self._session = compile_to_session(loaded, options, keep)
@@ -220,35 +222,24 @@ class InferenceSession:
 AUTO_PROFILE_MAX = 64
 
 
-def _symbolic_dims(model: onnx.ModelProto) -> set[str]:
-    weights = {i.name for i in model.graph.initializer}
-    return {
-        d.dim_param
-        for inp in model.graph.input
-        if inp.name not in weights
-        for d in inp.type.tensor_type.shape.dim
-        if not d.HasField("dim_value") and d.dim_param
-    }
-
-
 def _compile_profile(
     path: Path,
+    named: set[str],
     dims: Mapping[str, int] | None,
     profile: Mapping[str, tuple[int, ...]] | None,
     options: CompileOptions | None,
     keep: Path | None,
 ) -> Session:
-    """The model at `path` compiled as a shape profile (every symbolic dim not in `dims`
-    over `profile`'s range, or 1..AUTO_PROFILE_MAX) and loaded."""
-    from luminal.compiler.frontend.dims import symbolic_axes
+    """The model at `path` compiled as a shape profile (every symbolic dim it has,
+    `named`, that `dims` does not bind, over `profile`'s range or 1..AUTO_PROFILE_MAX)
+    and loaded."""
     from luminal.compiler.pipeline import CompileOptions
     from luminal.compiler.shapes.build import compile_profiled
     from luminal.compiler.shapes.profile import fit_profile
 
     fixed = dict(dims or {})
-    named = sorted({d for ax in symbolic_axes(path).values() for d in ax.values()} - set(fixed))
     ranges = []
-    for name in sorted(set(named) | set(profile or {})):
+    for name in sorted((named - set(fixed)) | set(profile or {})):
         given = (profile or {}).get(name, (1, AUTO_PROFILE_MAX))
         if not 2 <= len(given) <= 3:
             raise UsageError(f"profile['{name}']: expected (min, max) or (min, max, opt)")

@@ -153,17 +153,19 @@ def compile_dynamic(
                 values[pos] = point[_symbol(x)]
         return _specialized(gm, values)
 
-    def load(point: Mapping[str, int]) -> LoadedModel:
-        return _lower(specialized(point), concrete(point), names)[0]
+    out_specs: list[Any] = []  # the outputs' structure, the same at every point
 
-    opt = profile.points()[0]
-    _, out_spec = _lower(specialized(opt), concrete(opt), names)
+    def load(point: Mapping[str, int]) -> LoadedModel:
+        loaded, out_spec = _lower(specialized(point), concrete(point), names)
+        out_specs.append(out_spec)
+        return loaded
+
     with tempfile.TemporaryDirectory(prefix="luminal-dynamic-") as tmp:
         path = Path(tmp) / "model.lmnl"
         compile_points(load, axes, path, profile, options)
         session = runtime_load(path)
     log.info("luminal compiled a dynamic graph for %s", [d.describe() for d in profile.dims])
-    return _Compiled(session, names, out_spec, kept)
+    return _Compiled(session, names, out_specs[0], kept)
 
 
 def _read_as_scalar(x: Any, node: torch.fx.Node) -> bool:

@@ -9,10 +9,12 @@ import onnx
 
 from luminal.errors import ModelLoadError, UsageError
 
+#: input name -> axis -> the symbolic dim's name there
+Axes = dict[str, dict[int, str]]
 
-def symbolic_axes(path: str | os.PathLike[str]) -> dict[str, dict[int, str]]:
-    """input name -> axis -> dim name, for every named symbolic dim (`dim_param`) of an
-    ONNX model's graph inputs (initializers excluded); the weights are not read."""
+
+def symbolic_axes(path: str | os.PathLike[str]) -> Axes:
+    """`axes_of` the ONNX model at `path`, read without its weights."""
     file = Path(path)
     if file.suffix.lower() != ".onnx":
         raise UsageError(
@@ -22,8 +24,13 @@ def symbolic_axes(path: str | os.PathLike[str]) -> dict[str, dict[int, str]]:
         model = onnx.load(str(file), load_external_data=False)
     except Exception as err:
         raise ModelLoadError(file, f"not a valid ONNX file ({err})") from None
+    return axes_of(model)
+
+
+def axes_of(model: onnx.ModelProto) -> Axes:
+    """Every named symbolic dim (`dim_param`) of the graph inputs (initializers excluded)."""
     weights = {i.name for i in model.graph.initializer}
-    axes: dict[str, dict[int, str]] = {}
+    axes: Axes = {}
     for inp in model.graph.input:
         if inp.name in weights or not inp.type.HasField("tensor_type"):
             continue
@@ -33,9 +40,11 @@ def symbolic_axes(path: str | os.PathLike[str]) -> dict[str, dict[int, str]]:
     return axes
 
 
-def bind_shapes(
-    axes: dict[str, dict[int, str]], shapes: dict[str, tuple[int, ...]]
-) -> dict[str, int]:
+def dim_names(axes: Axes) -> set[str]:
+    return {d for ax in axes.values() for d in ax.values()}
+
+
+def bind_shapes(axes: Axes, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
     """`--shapes` as dim bindings: each named input's symbolic axes take its given sizes."""
     dims: dict[str, int] = {}
     for name, shape in shapes.items():

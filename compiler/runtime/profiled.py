@@ -44,6 +44,19 @@ class ProfiledExecutable:
         assert manifest.profile is not None
         self.spec: ProfileSpec = manifest.profile
         self.inputs = public_specs(manifest.inputs)
+        self._names = frozenset(s.name for s in self.inputs)
+        # per input: its fixed sizes (None where a profile dim sits) and the dims it holds
+        self._layout = [
+            (
+                s.name,
+                tuple(
+                    None if k in self.spec.axes.get(s.name, {}) else d
+                    for k, d in enumerate(s.shape)
+                ),
+                self.spec.axes.get(s.name, {}),
+            )
+            for s in self.inputs
+        ]
         self._by_point = {s.key(): s for s in self.spec.specializations}
         self._loaded: dict[tuple[tuple[tuple[str, int], ...], bool], Executable] = {
             self.spec.specializations[0].key(): opt
@@ -55,26 +68,26 @@ class ProfiledExecutable:
         """Each profile dim's size in these inputs; a UsageError names the input whose
         shape does not fit (a fixed axis, the rank, or two inputs disagreeing)."""
         sizes: dict[str, int] = {}
-        for spec in self.inputs:
-            if spec.name not in inputs:
+        for name, fixed, dims in self._layout:
+            if name not in inputs:
                 continue  # check_feeds names what is missing
-            shape = np.shape(inputs[spec.name])
-            dims = self.spec.axes.get(spec.name, {})
-            fixed = [d if k not in dims else None for k, d in enumerate(spec.shape)]
+            shape = np.shape(inputs[name])
             if len(shape) != len(fixed) or any(
                 f is not None and f != s for f, s in zip(fixed, shape, strict=False)
             ):
                 want = "x".join(str(f) if f is not None else dims[k] for k, f in enumerate(fixed))
-                raise UsageError(f"input '{spec.name}' has shape {list(shape)}; expected {want}")
+                raise UsageError(f"input '{name}' has shape {list(shape)}; expected {want}")
             for k, dim in dims.items():
                 if sizes.setdefault(dim, shape[k]) != shape[k]:
                     raise UsageError(
-                        f"input '{spec.name}' gives dim '{dim}' size {shape[k]}, "
+                        f"input '{name}' gives dim '{dim}' size {shape[k]}, "
                         f"another input gave {sizes[dim]}"
                     )
         return sizes
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if not self._names <= inputs.keys():
+            check_feeds(self.inputs, inputs)  # names what is missing
         sizes = self.sizes(inputs)
         point = self.spec.profile.point_for(sizes)
         key = tuple(sorted(point.items()))
@@ -83,15 +96,12 @@ class ProfiledExecutable:
         ]
         exe = self._executable(chosen)
         feeds = pad_feeds(
-            {s.name: np.asarray(inputs[s.name]) for s in self.inputs if s.name in inputs},
+            {name: np.asarray(inputs[name]) for name in self._names},
             self.spec.axes,
             point,
             chosen.padded,
             sizes,
         )
-        full = {s.name for s in self.inputs}
-        if full - feeds.keys():
-            check_feeds(self.inputs, inputs)  # names what is missing
         out = exe.run(feeds)
         return {name: unpad(value, chosen.outputs[name], sizes) for name, value in out.items()}
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from luminal.compiler.artifact import read_artifact, write_artifact
 from luminal.compiler.backends.target import Target
 from luminal.compiler.frontend import load_model
-from luminal.compiler.frontend.dims import symbolic_axes
+from luminal.compiler.frontend.dims import dim_names, symbolic_axes
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.inputs import random_inputs
 from luminal.compiler.ir import interpreter as reference
@@ -90,10 +90,10 @@ def profile_axes(
     found = symbolic_axes(model)
     axes = {name: {k: d for k, d in ax.items() if d in profile.names} for name, ax in found.items()}
     axes = {name: ax for name, ax in axes.items() if ax}
-    named = {d for ax in axes.values() for d in ax.values()}
+    named = dim_names(axes)
     missing = [d for d in profile.names if d not in named]
     if missing:
-        known = sorted({d for ax in found.values() for d in ax.values()})
+        known = sorted(dim_names(found))
         raise UsageError(
             f"--profile names dim(s) {missing} that no input of {model} has "
             f"(its symbolic dims: {', '.join(known) or 'none'})"
@@ -149,7 +149,7 @@ def compile_points(
     points = profile.points()
     results: list[PointResult] = []
     checking = padding_check_point(profile)  # the one point whose padding is checked
-    padded: dict[tuple[tuple[str, int], ...], PaddedGraph] = {}
+    checked_graph: list[PaddedGraph] = []  # that point's, kept from its build
     members: dict[str, bytes] = {}
     specs: list[Specialization] = []
     with tempfile.TemporaryDirectory(prefix="luminal-profile-") as tmp:
@@ -158,7 +158,7 @@ def compile_points(
             loaded = load(point)  # one point's graph and weights in memory at a time
             pg = pad_graph(loaded.graph, axes)
             if checking is not None and point == checking[0]:
-                padded[tuple(sorted(point.items()))] = pg
+                checked_graph.append(pg)
             return _jobs(profile, point, loaded, pg, first)
 
         opt_jobs = prepare(points[0], True)
@@ -193,7 +193,7 @@ def compile_points(
             raise KeyboardInterrupt
         checked, error = None, 0.0
         if checking is not None:
-            (pg,) = padded.values()
+            (pg,) = checked_graph
             checked, error = check_padding(load, checking[0], checking[1], axes, pg)
         spec = ProfileSpec(profile, axes, tuple(specs))
         opt = read_artifact(Path(tmp) / "0.lmnl", trust_unsigned=True)
@@ -215,7 +215,7 @@ def padding_check_point(profile: ShapeProfile) -> tuple[dict[str, int], dict[str
     the profile is padded)."""
     candidates = []
     for point in profile.points():
-        sizes = {d.name: _smallest_served(d.buckets, d.lo, point[d.name]) for d in profile.dims}
+        sizes = profile.smallest_served(point)
         if sizes != point:
             candidates.append((math.prod(point.values()), point, sizes))
     if not candidates:
@@ -252,11 +252,6 @@ def check_padding(
     return dict(sizes), float(worst)
 
 
-def _smallest_served(buckets: tuple[int, ...], lo: int, bucket: int) -> int:
-    below = [b for b in buckets if b < bucket]
-    return max(below) + 1 if below else lo
-
-
 def _jobs(
     profile: ShapeProfile,
     point: Mapping[str, int],
@@ -271,9 +266,7 @@ def _jobs(
     padding = Specialization(point, "", pg.dims, pg.outputs)
     if not first:
         return [(point, masked, padding, pg.masks)]
-    paddable = any(
-        _smallest_served(d.buckets, d.lo, point[d.name]) < point[d.name] for d in profile.dims
-    )
+    paddable = profile.smallest_served(point) != point
     exact = Specialization(point, "", (), pg.outputs, exact=True)
     if not paddable:
         return [(point, loaded, exact, 0)]

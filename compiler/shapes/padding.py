@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.ir import DType, Graph, GraphBuilder, Op, Value
 from luminal.compiler.ir.ops import BINARY, REDUCE, UNARY
 from luminal.compiler.ir.spec import replay
@@ -292,10 +293,10 @@ class _Padder:
                     continue
                 index = b.iota(shape, k, DType.I64)
                 if tag.inner > 1:
-                    index = b.binary(Op.IDIV, index, self._full(tag.inner, shape, DType.I64))
+                    index = b.binary(Op.IDIV, index, m.full(b, tag.inner, shape, DType.I64))
                 if shape[k] > tag.size * tag.inner:
-                    index = b.binary(Op.MOD, index, self._full(tag.size, shape, DType.I64))
-                n = b.expand(b.reshape(self._length(tag.dim), (1,) * len(shape)), shape)
+                    index = b.binary(Op.MOD, index, m.full(b, tag.size, shape, DType.I64))
+                n = m.broadcast_to(b, self._length(tag.dim), shape)
                 inside = b.binary(Op.CMPLT, index, n)
                 cond = inside if cond is None else b.where(cond, inside, cond)
         assert cond is not None
@@ -312,11 +313,7 @@ class _Padder:
             value = False
         else:
             value = int(np.iinfo(dt.np).min)
-        return self._full(value, node.shape, dt)
-
-    def _full(self, value: float | int | bool, shape: tuple[int, ...], dtype: DType) -> Value:
-        c = self.b.const(np.array(value, dtype=dtype.np).reshape((1,) * len(shape)))
-        return self.b.expand(c, shape)
+        return m.full(self.b, value, node.shape, dt)
 
     def _mean(self, i: int) -> Value | None:
         """A sum over padded axes times 1/(its static count): divide by the valid count."""
@@ -334,10 +331,10 @@ class _Padder:
             if not tags or not node.dtype.is_float or not np.isclose(c * count, 1.0, rtol=1e-5):
                 continue
             b = self.b
-            factor: Value = self._full(c * math.prod(t.size for t in tags), node.shape, node.dtype)
+            factor = m.full(b, c * math.prod(t.size for t in tags), node.shape, node.dtype)
             for t in tags:
-                n = b.cast(b.reshape(self._length(t.dim), (1,) * len(node.shape)), node.dtype)
-                factor = b.binary(Op.MUL, factor, b.expand(b.unary(Op.RECIP, n), node.shape))
+                n = b.unary(Op.RECIP, b.cast(self._length(t.dim), node.dtype))
+                factor = b.binary(Op.MUL, factor, m.broadcast_to(b, n, node.shape))
             return b.binary(Op.MUL, self.new[total], factor)
         return None
 

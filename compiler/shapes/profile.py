@@ -91,6 +91,14 @@ class ShapeProfile:
         ]
         return [opt] + [p for p in grid if p != opt]
 
+    def smallest_served(self, point: Mapping[str, int]) -> dict[str, int]:
+        """The smallest sizes the bucket `point` serves (the point itself: it pads none)."""
+        out = {}
+        for d in self.dims:
+            below = [b for b in d.buckets if b < point[d.name]]
+            out[d.name] = max(below) + 1 if below else d.lo
+        return out
+
     def point_for(self, sizes: Mapping[str, int]) -> dict[str, int]:
         """The bucket serving these sizes (UsageError naming the dim out of range)."""
         point = {}
