@@ -136,6 +136,7 @@ def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
             if kernel.kind == "reduce":
                 kernel = _as_contraction(graph, mat, kernel, packed, 3 if alternatives else 1)
             kernels.append(kernel)
+    named = len(kernels)  # k0..k{named-1} taken; fusion keeps names, so new ones count on
     kernels = fuse_epilogues(graph, mat, kernels)
     # Outputs: the kernel computing an output writes straight into the caller's array;
     # an output that is an input, a constant or a second name for one value gets a copy.
@@ -149,9 +150,8 @@ def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
             homes[i] = Place("output", pos)
         else:
             reads = (i,) if i in mat else tuple(leaves(graph, i, mat))
-            kernels.append(
-                Kernel(f"k{len(kernels)}", "elementwise", i, Place("output", pos), reads)
-            )
+            kernels.append(Kernel(f"k{named}", "elementwise", i, Place("output", pos), reads))
+            named += 1
 
     weights, woff = _weights(graph, kernels, packed)
     homes.update({i: Place("weight", off) for i, off in weights})

@@ -36,8 +36,10 @@ def _out_type(zero: Value | None, like: Value) -> DType:
 
 
 def _binary(mul: bool) -> Lowering:
-    """QLinearAdd: c_zp + (a - a_zp) a_s/c_s + (b - b_zp) b_s/c_s; QLinearMul:
-    c_zp + (a - a_zp)(b - b_zp) a_s b_s / c_s."""
+    """QLinearAdd: c_zp + ((a - a_zp) a_s + (b - b_zp) b_s) / c_s, in that order in f32,
+    as ONNX Runtime's kernels round it (its portable loop and its AVX2 kernel; a scale
+    ratio per input instead rounds differently: 1 in 200,000 outputs of a ResNet-18
+    residual add one step off); QLinearMul: c_zp + (a - a_zp)(b - b_zp) a_s b_s / c_s."""
 
     def lower(ctx: NodeContext) -> list[Value]:
         b = ctx.b
@@ -51,9 +53,8 @@ def _binary(mul: bool) -> Lowering:
             ratio = m.div(b, m.mul(b, _scalar(b, a_s), _scalar(b, x_s)), cs)
             y = m.mul(b, m.mul(b, ai, xi), ratio)
         else:
-            ra = m.div(b, _scalar(b, a_s), cs)
-            rx = m.div(b, _scalar(b, x_s), cs)
-            y = m.add(b, m.mul(b, ai, ra), m.mul(b, xi, rx))
+            total = m.add(b, m.mul(b, ai, _scalar(b, a_s)), m.mul(b, xi, _scalar(b, x_s)))
+            y = m.div(b, total, cs)
         return [requantize(b, y, c_z, _out_type(c_z, a))]
 
     return lower

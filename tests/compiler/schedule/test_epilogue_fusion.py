@@ -123,3 +123,17 @@ def test_a_reduction_that_is_an_output_is_not_fused_away(tmp_path: Path) -> None
     assert all(k.reduction is None for k in s.kernels)
     assert s.kernels[0].dest.kind == "output"
     assert_runs_like_the_interpreter(g, tmp_path)
+
+
+def test_an_output_copy_after_a_fusion_gets_a_name_of_its_own(tmp_path: Path) -> None:
+    """Fusion keeps the fused kernel's name (k1 here) and drops one kernel, so naming the
+    output copy of an input by the kernel count gave it k1 too: two C functions `k1`, and
+    the build failed (a quantized model with its intermediate values exposed as outputs)."""
+    b = GraphBuilder()
+    x = b.input("x", (M, K), DType.F32)
+    y = relu(b, matmul(b, x, weights(b, K, N)))
+    g = b.build({"y": y, "x_again": x})
+    s = schedule(g)
+    names = [k.name for k in s.kernels]
+    assert len(names) == len(set(names)) == 2, names
+    assert_runs_like_the_interpreter(g, tmp_path)
