@@ -28,6 +28,7 @@ from luminal.references.parity import (
     tolerance_for,
 )
 from luminal.references.quant_steps import steps_of_file
+from luminal.references.spread import reference_spread
 
 #: `--rtol/--atol` hold every float output to f32's default unless given (as before), or
 #: an artifact built at a reduced precision to that precision's bound.
@@ -113,6 +114,7 @@ def run_cmd(
             want,
             Tolerance(rtol, atol) if given else default,
             steps=steps_of_file(engine.source),
+            spreads=reference_spread(engine.source, feeds),
         )
     if output_dir is not None:
         save_outputs(outputs, output_dir)

@@ -17,7 +17,7 @@ and is held to the dtype's float tolerance.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,28 @@ _INTEGER = frozenset(
 )
 
 
+#: ops that make a graph a quantized one (`is_quantized`): every op above and the integer
+#: contractions
+_QUANTIZED = _INTEGER | {"DequantizeLinear", "MatMulInteger", "ConvInteger"}
+
+
+def is_quantized(model: onnx.ModelProto) -> bool:
+    """Whether the graph quantizes or computes on quantized values anywhere (subgraphs of
+    control flow included)."""
+    return any(node.op_type in _QUANTIZED for node in _nodes(model.graph))
+
+
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _nodes(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _nodes(g)
+
+
 def quantization_steps(model: onnx.ModelProto) -> dict[str, float]:
     """Each graph output computed through quantization, and its step (module docstring)."""
     graph = model.graph
@@ -67,6 +89,13 @@ def steps_of_file(path: Path | None) -> dict[str, float]:
     if path is None or Path(path).suffix != ".onnx":
         return {}
     return quantization_steps(onnx.load(str(path), load_external_data=False))
+
+
+def is_quantized_file(path: Path | None) -> bool:
+    """`is_quantized` of an ONNX file; False for anything else."""
+    if path is None or Path(path).suffix != ".onnx":
+        return False
+    return is_quantized(onnx.load(str(path), load_external_data=False))
 
 
 def _step(

@@ -31,6 +31,7 @@ from luminal.references.parity import (
     is_float,
     precision_tolerance,
     tolerance_for,
+    with_spread,
     with_step,
 )
 
@@ -111,6 +112,8 @@ class OutputCheck:
         }
         if p.tolerance.step:  # one quantization step allowed (references.quant_steps)
             data["step"] = p.tolerance.step
+        if p.tolerance.spread:  # the reference's own spread (references.spread)
+            data["spread"] = p.tolerance.spread
         for k in ("max_abs", "max_rel"):  # JSON has no infinity
             if not np.isfinite(data[k]):  # type: ignore[arg-type]
                 data[k] = None
@@ -122,15 +125,18 @@ def check_outputs(
     want: Mapping[str, np.ndarray],
     tolerances: Mapping[str, Tolerance],
     steps: Mapping[str, float] | None = None,
+    spreads: Mapping[str, float] | None = None,
 ) -> list[OutputCheck]:
     """One check per output of `want` (the baseline's), in its order; `steps` allow one
-    quantization step on the outputs computed through quantization (`references.parity`)."""
+    quantization step on the outputs computed through quantization, `spreads` the
+    reference's own spread on a quantized model's outputs (`references.parity`)."""
     checks = []
     for name, ref in want.items():
         ref = np.asarray(ref)
         key = dtype_key(ref.dtype)
         tol = tolerances.get(key, EXACT) if is_float(ref.dtype) else EXACT
         tol = with_step(tol, (steps or {}).get(name, 0.0))
+        tol = with_spread(tol, (spreads or {}).get(name, 0.0))
         if name in got:
             o = compare_arrays(name, got[name], ref, tol)
             found = np.asarray(got[name]).dtype

@@ -15,7 +15,7 @@ symbolic leading dimension: the model is compiled again at that batch.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,8 @@ from luminal.references.baselines import (
     versions,
 )
 from luminal.references.parity import Tolerance
-from luminal.references.quant_steps import steps_of_file
+from luminal.references.quant_steps import is_quantized_file, steps_of_file
+from luminal.references.spread import reference_spread
 
 SCENARIOS = ("latency", "throughput")
 FRESH_BYTES = 256 * 2**20  # at most this much memory of fresh TEST04 inputs
@@ -135,8 +136,17 @@ def run_bench(
     # a reduced-precision artifact is held to its precision's bound (outputs.for_precision)
     tolerances = for_precision(req.tolerances, session.manifest.options.get("precision"))
     steps = steps_of_file(model)  # one quantization step for outputs computed through it
+    # a quantized model's reference moves between ORT's own runs (references.spread)
+    spread = (lambda feeds: reference_spread(model, feeds)) if is_quantized_file(model) else None
     data = execute(
-        scenarios, fresh, req.method, tolerances, clock=clock, progress=progress, steps=steps
+        scenarios,
+        fresh,
+        req.method,
+        tolerances,
+        clock=clock,
+        progress=progress,
+        steps=steps,
+        spread=spread,
     )
     data["conditions"] = conditions.to_json()
     data["machine"] = {
@@ -210,9 +220,11 @@ def execute(
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
     steps: Mapping[str, float] | None = None,
+    spread: Callable[[Feeds], Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Parity, measurement and audits on prepared arms (tests pass fake arms and clocks);
-    `steps`: one quantization step per output computed through quantization."""
+    `steps`: one quantization step per output computed through quantization; `spread`:
+    the reference's own spread on an input set, for a quantized model."""
     parity: list[list[OutputCheck]] = []
     references: dict[str, list[dict[str, np.ndarray]]] = {}
     ran = [s for s in scenarios if isinstance(s, Scenario)]
@@ -221,7 +233,8 @@ def execute(
         for k, feeds in enumerate(sc.inputs.sets):
             want = sc.baseline(feeds)
             references[sc.name].append(dict(want))
-            parity.append(check_outputs(sc.candidate(feeds), want, tolerances, steps))
+            spreads = spread(feeds) if spread else None
+            parity.append(check_outputs(sc.candidate(feeds), want, tolerances, steps, spreads))
             if progress:
                 progress(
                     f"parity ({sc.name})", (k + 1) / len(sc.inputs.sets), f"{k + 1} input sets"
