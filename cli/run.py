@@ -153,9 +153,14 @@ def save_outputs(outputs: dict[str, np.ndarray], directory: Path) -> None:
 
 def parity_line(parity: Parity, oracle: str) -> str:
     verdict = "OK" if parity.ok else "MISMATCH"
+    step = max((o.tolerance.step for o in parity.outputs), default=0.0)
+    spread = max((o.tolerance.spread for o in parity.outputs), default=0.0)
+    quant = (f", + 1 quantization step {step:.3g}" if step else "") + (
+        f", + {oracle}'s own spread {spread:.3g}" if spread else ""
+    )
     return (
         f"parity vs {oracle}: {verdict} (max abs err {parity.max_abs:.3g}, max rel err {parity.max_rel:.3g}; "
-        f"rtol {parity.rtol:g}, atol {parity.atol:g})"
+        f"rtol {parity.rtol:g}, atol {parity.atol:g}{quant})"
     )
 
 
