@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, stencil, threads, winograd
+from luminal.compiler.backends.idioms import Idiom, Idioms
 from luminal.compiler.ir import DType, Node, Op, TensorSpec
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
@@ -36,6 +37,17 @@ PARALLEL_MIN_WORK = 1 << 16
 #: Reductions of at most this many elements per output (pooling windows) are unrolled
 #: rather than vectorized along the reduction, so the loop over outputs vectorizes.
 SHORT_REDUCTION = 16
+
+#: The C function computing a recognized composite (`backends.idioms`): one `vroundps`,
+#: vectorized by GCC, where the primitives cost tens of cycles an element (BERT's QDQ
+#: quantizes spent more time rounding than multiplying).  `rint` rounds to nearest, ties
+#: to even, in the default rounding mode, which the generated code never changes.
+_IDIOM_C = {
+    (Idiom.ROUND_HALF_EVEN, DType.F32): "rintf",
+    (Idiom.ROUND_HALF_EVEN, DType.F64): "rint",
+    (Idiom.FLOOR, DType.F32): "floorf",
+    (Idiom.FLOOR, DType.F64): "floor",
+}
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,7 @@ class _KernelWriter:
         # Set when the outer loop runs on the thread pool: (C expression of its trip
         # count, chunk grain or "0" for automatic); the loop then spans [lum_lo, lum_hi).
         self.pool: tuple[str, str] | None = None
+        self.idioms = Idioms(sched.graph)  # composites computed by one C function
 
     # ---- the function ------------------------------------------------------------------
     def write(self) -> str:
@@ -673,6 +686,8 @@ class _Body:
             return self.value(data, didx)
         if node.op is Op.CAST and (x := self._f16_round_trip(i)) is not None:
             return self.emit(t, f"lum_round_f16({self.value(x, idx)})")
+        if node.op is Op.WHERE and (hit := w.idioms.match(i)) is not None:
+            return self.emit(t, f"{_IDIOM_C[hit.idiom, node.dtype]}({self.value(hit.x, idx)})")
         args = [self.value(s, idx) for s in node.src]
         if node.op is Op.CAST:
             return self.emit(t, cexpr.cast(g.nodes[node.src[0]].dtype, node.dtype, args[0]))

@@ -1,0 +1,112 @@
+"""Composite functions the frontends spell in IR primitives, recognized so that a backend
+can emit the one instruction that computes them.
+
+    Idioms(graph).match(i) -> IdiomMatch(idiom, x) | None
+
+The IR has no rounding op: `compose.special.round_half_even` and `floor` build rounding
+from a truncating cast, compares and selects (about 20 nodes, one `fmod`), and every
+QuantizeLinear, DynamicQuantizeLinear and requantizing QLinear op rounds that way.  In C
+that chain costs tens of cycles an element and never vectorizes; `rintf` (round to nearest,
+ties to even, in the default rounding mode luminal's code never changes) and `floorf` are
+one `vroundps` on any x86-64 with SSE4.1, and GCC vectorizes them.
+
+The pattern of each idiom is its own builder: the function is applied to a fresh input of
+the candidate's shape and dtype, and the candidate's subgraph must equal the result node
+for node (ops, dtypes, shapes, arguments, constant values), with the fresh input standing
+for one node `x` of the graph.  So a change to the composite changes its pattern with it,
+and a subgraph that only resembles it (rewritten by the search, say) is not matched and
+keeps its primitive code, which computes the same value.  One difference, in the sign of
+a zero only: `rintf(-0.4)` is -0.0, as numpy's `rint` and ONNX's Round give it, where the
+primitive chain gives +0.0; the values compare equal.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from luminal.compiler.ir import DType, Graph, GraphBuilder, Op, Value
+from luminal.compiler.ir.graph import Node
+
+
+class Idiom(enum.Enum):
+    ROUND_HALF_EVEN = "round_half_even"
+    FLOOR = "floor"
+
+
+def _builders() -> dict[Idiom, Callable[[GraphBuilder, Value], Value]]:
+    from luminal.compiler.frontend.compose import special
+
+    return {Idiom.ROUND_HALF_EVEN: special.round_half_even, Idiom.FLOOR: special.floor}
+
+
+@dataclass(frozen=True)
+class IdiomMatch:
+    idiom: Idiom
+    x: int  # the graph node the composite is applied to
+
+
+@dataclass
+class Idioms:
+    """Matches against one graph; templates are built once per (idiom, shape, dtype)."""
+
+    graph: Graph
+    _templates: dict[tuple[Idiom, tuple[int, ...], DType], tuple[Graph, int]] = field(
+        default_factory=dict
+    )
+
+    def match(self, i: int) -> IdiomMatch | None:
+        """The idiom node `i` computes, and what it is applied to, else None."""
+        node = self.graph.nodes[i]
+        # both composites end in WHERE(|x| < 2^mantissa, rounded, x)
+        if node.op is not Op.WHERE or node.dtype not in (DType.F32, DType.F64):
+            return None
+        for idiom in Idiom:
+            template, out = self._template(idiom, node.shape, node.dtype)
+            bound: dict[str, int] = {}
+            if _same(self.graph, i, template, out, bound, {}):
+                return IdiomMatch(idiom, bound["x"])
+        return None
+
+    def _template(self, idiom: Idiom, shape: tuple[int, ...], dtype: DType) -> tuple[Graph, int]:
+        key = (idiom, shape, dtype)
+        if key not in self._templates:
+            b = GraphBuilder()
+            y = _builders()[idiom](b, b.input("x", shape, dtype))
+            g = b.build({"y": y})
+            self._templates[key] = (g, g.outputs[0][1])
+        return self._templates[key]
+
+
+def _same(
+    g: Graph, i: int, t: Graph, j: int, bound: dict[str, int], seen: dict[tuple[int, int], bool]
+) -> bool:
+    """Whether node `i` of `g` computes what node `j` of the template `t` does, the
+    template's one input bound to a single node of `g`."""
+    key = (i, j)
+    if key in seen:
+        return seen[key]
+    tn = t.nodes[j]
+    if tn.op is Op.INPUT:
+        ok = bound.setdefault("x", i) == i and g.nodes[i].shape == tn.shape
+    else:
+        ok = _node_alike(g, g.nodes[i], t, tn) and all(
+            _same(g, a, t, b, bound, seen) for a, b in zip(g.nodes[i].src, tn.src, strict=True)
+        )
+    seen[key] = ok
+    return ok
+
+
+def _node_alike(g: Graph, n: Node, t: Graph, tn: Node) -> bool:
+    if (n.op, n.dtype, n.shape, len(n.src)) != (tn.op, tn.dtype, tn.shape, len(tn.src)):
+        return False
+    if n.op is Op.CONST:
+        a, b = np.asarray(g.consts[n.arg]), np.asarray(t.consts[tn.arg])
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+    return bool(n.arg == tn.arg)
+
+
+__all__ = ["Idiom", "IdiomMatch", "Idioms"]

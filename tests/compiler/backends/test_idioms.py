@@ -1,0 +1,63 @@
+"""Composite rounding recognized as one C function (`backends.idioms`, the CPU codegen):
+the match, its refusals, and the compiled values against the reference interpreter at
+the cases rounding gets wrong (ties, negative ties, values already integral, infinities,
+NaN, negative zero)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from luminal.compiler.backends.cpu.codegen import generate, options_for
+from luminal.compiler.backends.idioms import Idiom, Idioms
+from luminal.compiler.frontend.compose import math as m
+from luminal.compiler.frontend.compose import special
+from luminal.compiler.ir import DType, GraphBuilder, Op, interpreter
+from luminal.compiler.schedule import schedule
+from tests.helpers.compiled import compile_and_run
+
+HARD = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 2.0**23 + 1, -(2.0**23) - 1, 1e30]
+HARD += [np.inf, -np.inf, np.nan, -0.0, 0.0, 3.7, -3.7, 1e-40]
+
+
+@pytest.mark.parametrize(
+    ("idiom", "fn"),
+    [(Idiom.ROUND_HALF_EVEN, special.round_half_even), (Idiom.FLOOR, special.floor)],
+)
+def test_a_composite_is_matched_on_the_node_it_is_applied_to(idiom, fn) -> None:  # type: ignore[no-untyped-def]
+    b = GraphBuilder()
+    x = m.mul(b, b.input("x", (4, 5), DType.F32), m.like(b, 3.0, b.input("y", (4, 5), DType.F32)))
+    g = b.build({"r": fn(b, x)})
+    hit = Idioms(g).match(g.outputs[0][1])
+    assert hit is not None and hit.idiom is idiom
+    assert g.nodes[hit.x].op is Op.MUL and g.nodes[hit.x].shape == x.shape  # x, not y or 3
+
+
+def test_a_lookalike_is_not_matched() -> None:
+    """The same chain with a different constant (a 2^22 guard) is another function."""
+    b = GraphBuilder()
+    x = b.input("x", (3,), DType.F32)
+    t = b.cast(b.cast(x, DType.I64), DType.F32)
+    below = b.cast(b.binary(Op.CMPLT, x, t), DType.F32)
+    small = b.binary(Op.CMPLT, m.abs_(b, x), m.like(b, 2.0**22, x))
+    g = b.build({"r": b.where(small, m.sub(b, t, below), x)})
+    assert Idioms(g).match(g.outputs[0][1]) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_rounding_equals_the_interpreter_at_ties_and_edges(dtype, tmp_path: Path) -> None:
+    ir = DType.F32 if dtype == np.float32 else DType.F64
+    b = GraphBuilder()
+    x = b.input("x", (len(HARD),), ir)
+    g = b.build({"even": special.round_half_even(b, x), "floor": special.floor(b, x)})
+    source = generate(schedule(g), options_for(("avx2", "fma"), openmp=False))
+    assert ("rintf(" if ir is DType.F32 else "rint(") in source
+    feeds = {"x": np.array(HARD, dtype)}
+    got, want = compile_and_run(g, feeds, tmp_path), interpreter.run(g, feeds)
+    for name in want:  # equal values; -0.0 == 0.0 (rint keeps the sign of zero, as numpy)
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    np.testing.assert_array_equal(got["even"], np.rint(feeds["x"]))
+    np.testing.assert_array_equal(np.signbit(got["even"]), np.signbit(np.rint(feeds["x"])))
+    np.testing.assert_array_equal(got["floor"], np.floor(feeds["x"]))
