@@ -46,8 +46,8 @@ from luminal.references.baselines import (
     versions,
 )
 from luminal.references.parity import Tolerance
-from luminal.references.quant_steps import is_quantized_file, steps_of_file
-from luminal.references.spread import reference_spread
+from luminal.references.quant_steps import steps_of_file
+from luminal.references.spread import open_spread
 
 SCENARIOS = ("latency", "throughput")
 FRESH_BYTES = 256 * 2**20  # at most this much memory of fresh TEST04 inputs
@@ -137,7 +137,7 @@ def run_bench(
     tolerances = for_precision(req.tolerances, session.manifest.options.get("precision"))
     steps = steps_of_file(model)  # one quantization step for outputs computed through it
     # a quantized model's reference moves between ORT's own runs (references.spread)
-    spread = (lambda feeds: reference_spread(model, feeds)) if is_quantized_file(model) else None
+    spread = open_spread(model)
     data = execute(
         scenarios,
         fresh,
