@@ -42,8 +42,8 @@ class Interval:
 
     def within(self, dtype: DType) -> bool:
         """Whether every value of the interval is representable in integer `dtype`."""
-        info = np.iinfo(dtype.np)
-        return int(info.min) <= self.lo and self.hi <= int(info.max)
+        full = type_range(dtype)
+        return full is not None and full.lo <= self.lo and self.hi <= full.hi
 
 
 def type_range(dtype: DType) -> Interval | None:
