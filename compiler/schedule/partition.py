@@ -73,6 +73,15 @@ def partition(graph: Graph) -> Partition:
             root, grows, _ = view_root(i)
             if grows and computed(root) and nodes[root].op is not Op.IOTA:
                 mat.add(root)
+    # A narrowing store of a pad (`ir.narrow`: a convolution's padded input as int16)
+    # reads its source as a buffer: the source's computation (a requantize) stays the
+    # epilogue of the kernel that produces it instead of running per padded element.
+    for i in range(len(nodes)):
+        j = widened_source(graph, i)
+        if j is not None and nodes[j].op is Op.CAST:
+            root, _, pads = view_root(nodes[j].src[0])
+            if pads and computed(root):
+                mat.add(root)
     # Operands of contractions: materialize pads (keeps loads affine) and computed roots.
     for node in nodes:
         if node.op is Op.SUM and nodes[node.src[0]].op is Op.MUL:
