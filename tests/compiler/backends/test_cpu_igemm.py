@@ -90,6 +90,19 @@ def test_matmul_integer_equals_the_reference(m, k, n, batch, per_row, tmp_path) 
     assert ("_mm256_madd_epi16" in c) == AVX2
 
 
+def test_a_batch_of_weights_is_a_batch_of_products(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """B varies along the batch: each batch index packs its own X rows and Y panels."""
+    node = helper.make_node("MatMulInteger", ["A", "B", "az", "bz"], ["Y"])
+    model = _model(
+        [node],
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [3, 10, 21])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, None)],
+        {"B": _i8(3, 21, 35), "az": np.array(77, np.uint8), "bz": np.array(5, np.int8)},
+    )
+    c = _check(model, {"A": _u8(3, 10, 21)}, tmp_path)
+    assert ("_mm256_madd_epi16" in c) == AVX2
+
+
 @pytest.mark.parametrize(
     ("cin", "cout", "hw", "kernel", "stride", "pads", "group"),
     [
