@@ -13,7 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import luminal
-from luminal.compiler.backends.cpu import igemm
+from luminal.compiler.backends.cpu import codegen, igemm, toolchain
+from luminal.compiler.backends.cpu.native import NativeLibrary
 from luminal.compiler.backends.cpu.variants import candidates
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.hardware.cpu import detect_cpu
@@ -26,7 +27,8 @@ from luminal.compiler.schedule.variant import Variant
 from luminal.references.oracle import run_oracle
 
 R = np.random.default_rng(7)
-AVX2 = "avx2" in detect_cpu().simd
+FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
+AVX2 = "avx2" in FEATURES
 
 
 def _model(nodes, inputs, outputs, inits) -> onnx.ModelProto:  # type: ignore[no-untyped-def]
@@ -257,3 +259,56 @@ def test_the_search_times_the_portable_loop_against_it(tmp_path) -> None:  # typ
     found = candidates(sched, k, ("avx2", "fma"))
     assert Variant(impl="loop") in found and Variant(mr=4, nr=24) in found
     assert Variant(impl="loop") not in candidates(sched, k, ())
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        *(Variant(mr=mr, nr=nr) for mr, nr in igemm.TILES),
+        Variant(impl="loop"),
+        Variant(parallel=True),
+        Variant(parallel=False),
+    ],
+    ids=lambda v: v.label,
+)
+def test_every_variant_the_search_may_pick_is_exact(variant, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A strided convolution (K = 5 x 3 x 3, odd, read through an offset table) and a
+    ragged matmul, natively in each variant, equal to the reference."""
+    nodes = [
+        helper.make_node(
+            "ConvInteger", ["x", "w", "xz", "wz"], ["c"], strides=[2, 2], pads=[1] * 4
+        ),
+        helper.make_node("MatMulInteger", ["A", "B", "az", "bz"], ["Y"]),
+    ]
+    model = _model(
+        nodes,
+        [
+            helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 5, 13, 13]),
+            helper.make_tensor_value_info("A", TensorProto.UINT8, [29, 45]),
+        ],
+        [
+            helper.make_tensor_value_info("c", TensorProto.INT32, None),
+            helper.make_tensor_value_info("Y", TensorProto.INT32, None),
+        ],
+        {
+            "w": _i8(11, 5, 3, 3),
+            "xz": np.array(99, np.uint8),
+            "wz": np.array(-7, np.int8),
+            "B": _i8(45, 53),
+            "az": np.array(201, np.uint8),
+            "bz": np.array(3, np.int8),
+        },
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    g = narrow_operands(load(path).graph)
+    sched = schedule(g)
+    names = [k.name for k in sched.kernels if k.kind == "contraction"]
+    assert len(names) == 2
+    options = codegen.options_for(FEATURES, True, variants={n: variant for n in names})
+    feeds = {"x": _u8(1, 5, 13, 13), "A": _u8(29, 45)}
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    for name, want in interpreter.run(g, feeds).items():
+        assert np.array_equal(got[name], want), name
+    madd = "_mm256_madd_epi16" in codegen.generate(sched, options)
+    assert madd == (AVX2 and variant.impl != "loop")
