@@ -13,7 +13,8 @@ is given (`CompileOptions.budget_seconds`, `luminal compile --budget`); without 
 compile takes the backend's default variants, which is what tests and integrations want.
 `lower precision` (`ir/precision.py`) stores an f32 graph's floats in fp16 or bf16 when
 `CompileOptions.precision` asks, after the rewrite (which, and whose cache, sees the
-model's own f32 graph) and before everything that lays out memory.
+model's own f32 graph) and before everything that lays out memory; it also stores i32
+contraction operands that fit 16 bits as int16 (`ir/narrow.py`, exact).
 `check` runs what `build` produced, through the backend's own loader, against the
 reference interpreter on the model as loaded (in f32: a reduced build is held to its
 precision's tolerance, `references.parity.precision_tolerance`); when the searched compile
@@ -42,7 +43,7 @@ from luminal.compiler.backends.protocol import Built, Request
 from luminal.compiler.backends.target import Target, resolve
 from luminal.compiler.check import CheckResult, CheckStatus, check_build
 from luminal.compiler.frontend.model import LoadedModel
-from luminal.compiler.ir import Graph, precision, spec
+from luminal.compiler.ir import Graph, narrow, precision, spec
 from luminal.compiler.options import CompileOptions
 from luminal.compiler.schedule import Schedule, orient, schedule
 from luminal.compiler.schedule.variant import Variant
@@ -138,7 +139,8 @@ def rewrite(job: Job) -> Job:
 
 
 def lower_precision(job: Job) -> Job:
-    return dataclasses.replace(job, graph=precision.lower(job.graph, job.options.precision))
+    graph = precision.lower(job.graph, job.options.precision)
+    return dataclasses.replace(job, graph=narrow.narrow_operands(graph))
 
 
 def schedule_graph(job: Job) -> Job:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from luminal.compiler.ir import Graph, Node, Op, Shape
-from luminal.compiler.ir.precision import widened_const
+from luminal.compiler.ir.narrow import widened_source
 from luminal.compiler.schedule.symbolic import Div, Lin, Mod, Var
 
 Index = tuple[Lin, ...]
@@ -84,10 +84,11 @@ def view_source(node: Node, src_shape: Shape, idx: Index) -> tuple[Index, tuple[
 
 def trace_load(graph: Graph, mat: frozenset[int], i: int, idx: Index) -> tuple[int, Lin] | None:
     """Follow views (no PAD) from node i to a materialized node: (node, flat offset).
-    The node may be an fp16/bf16 weight that the views read through a widening cast."""
+    The node may be a narrow buffer (an fp16 weight, an i16 operand) that the views read
+    through a widening cast (`ir.narrow.widened_source`)."""
     while i not in mat:
         node = graph.nodes[i]
-        if (w := widened_const(graph, i)) is not None:
+        if (w := widened_source(graph, i)) is not None:
             i = w
             continue
         if node.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE):

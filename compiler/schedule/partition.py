@@ -10,8 +10,9 @@ expressions).  A node is materialized when it is:
 - computed and read through a broadcasting EXPAND, so it is not recomputed per copy;
 - a PAD feeding a contraction, so the contraction's operands stay affine loads.
 
-A widening load (`ir.precision.widened_const`: an fp16/bf16 weight cast to f32) is part
-of the load that reads the weight, like a view: never materialized for its readers.
+A widening load (`ir.narrow.widened_source`: an fp16/bf16 weight cast to f32, an i16
+operand cast to i32) is part of the load that reads the narrow buffer, like a view: never
+materialized for its readers; the narrow buffer is.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from luminal.compiler.ir import DType, Graph, Op, numel
+from luminal.compiler.ir.narrow import widened_source
 from luminal.compiler.ir.ops import ELEMENTWISE, REDUCE, VIEW
-from luminal.compiler.ir.precision import NARROW, widened_const
+from luminal.compiler.ir.precision import NARROW
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,20 @@ def partition(graph: Graph) -> Partition:
     mat |= {i for i, n in enumerate(nodes) if n.op in REDUCE or n.op is Op.SCATTER}
     mat |= {i for _, i in graph.outputs}
 
+    # The narrow buffer a widening load of a computed value reads (`ir.narrow`)
+    mat |= {
+        j
+        for i in range(len(nodes))
+        if (j := widened_source(graph, i)) is not None and nodes[j].op is not Op.CONST
+    }
+
     consumers: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
         for s in node.src:
             consumers[s].append(i)
 
     def computed(i: int) -> bool:
-        if widened_const(graph, i) is not None:
+        if widened_source(graph, i) is not None:
             return False
         return nodes[i].op in ELEMENTWISE or nodes[i].op in (Op.GATHER, Op.IOTA)
 
@@ -63,6 +72,15 @@ def partition(graph: Graph) -> Partition:
         if node.op in VIEW:
             root, grows, _ = view_root(i)
             if grows and computed(root) and nodes[root].op is not Op.IOTA:
+                mat.add(root)
+    # A narrowing store of a pad (`ir.narrow`: a convolution's padded input as int16)
+    # reads its source as a buffer: the source's computation (a requantize) stays the
+    # epilogue of the kernel that produces it instead of running per padded element.
+    for i in range(len(nodes)):
+        j = widened_source(graph, i)
+        if j is not None and nodes[j].op is Op.CAST:
+            root, _, pads = view_root(nodes[j].src[0])
+            if pads and computed(root):
                 mat.add(root)
     # Operands of contractions: materialize pads (keeps loads affine) and computed roots.
     for node in nodes:

@@ -194,6 +194,13 @@ def _max(p: Printer, dtype: DType, a: str, b: str) -> str:
 
 def _mod(p: Printer, dtype: DType, a: str, b: str) -> str:
     if dtype.is_float:
+        if b == literal(2.0, dtype):
+            # The evenness test of a round-half-to-even (a requantize): exactly fmod's
+            # value, sign of zero included, but inline, so the loop around it vectorizes
+            # (fmodf is a libm call).  a * 0.5 and the truncation are exact, and
+            # a - 2 * trunc(a / 2) lies within a factor of two of a or is a itself.
+            f = "" if dtype is DType.F64 else "f"
+            return f"copysign{f}({a} - 2 * trunc{f}({a} * 0.5{f}), {a})"
         return f"{'fmod' if dtype is DType.F64 else 'fmodf'}({a}, {b})"
     return f"({b} == 0 ? 0 : {a} % {b})"
 

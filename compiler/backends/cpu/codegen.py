@@ -13,7 +13,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from luminal.compiler.backends.cpu import blas, cexpr, gemm, simd, stencil, threads, winograd
+from luminal.compiler.backends.cpu import (
+    blas,
+    cexpr,
+    gemm,
+    igemm,
+    simd,
+    stencil,
+    threads,
+    winograd,
+)
 from luminal.compiler.backends.idioms import Idiom, Idioms
 from luminal.compiler.ir import DType, Node, Op, TensorSpec
 from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
@@ -489,6 +498,9 @@ class _KernelWriter:
         if self.v.impl in winograd.TILE:
             winograd.write(self, out, simd.ISAS[self.o.simd])
             return
+        if self.v.impl != "loop" and igemm.legal(self.s, self.k, self.o.simd):
+            igemm.write(self, out)  # "loop": the portable loop nest below, for the search
+            return
         isa = simd.ISAS[self.o.simd]
         if gemm.supported(self.s, self.k, isa):
             gemm.write(self, out, isa)
@@ -557,7 +569,9 @@ class _KernelWriter:
         )
         out.append(ind + f"const int64_t mr = {msize} - m0 < {mr} ? {msize} - m0 : {mr};")
         out.append(ind + f"const int64_t nr = {n.size} - n0 < {nr} ? {n.size} - n0 : {nr};")
+        # fused multiply-add for floats only: fmaf on an i32 sum rounds it to 24 bits
         fma = ("fma" if node.dtype is DType.F64 else "fmaf") if self.o.fma else None
+        fma = fma if node.dtype.is_float else None
         for full in (True, False):
             out.append(ind + (f"if (mr == {mr} && nr == {nr}) {{" if full else "} else {"))
             dd = d + 1

@@ -127,7 +127,10 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
 
 
 class _Gemm:
-    def __init__(self, w: _KernelWriter, isa: Isa) -> None:
+    #: C type of the accumulator tile the store reads
+    acc_t = "float"
+
+    def __init__(self, w: _KernelWriter, isa: Isa, tile: tuple[int, int] | None = None) -> None:
         p = w.k.contraction
         assert p is not None
         self.w = w
@@ -137,8 +140,7 @@ class _Gemm:
         shape = GemmShape.of(p)
         self.M, self.N, self.K, self.B = shape.m, shape.n, shape.k, shape.batch
         vw = isa.width
-        mr = w.v.mr or w.o.mr
-        nr = w.v.nr or w.o.nr
+        mr, nr = tile or (w.v.mr or w.o.mr, w.v.nr or w.o.nr)
         # Balanced row tiles: 49 rows in tiles of 8 would leave a 1-row tail (two FMA
         # chains, latency-bound); 7 tiles of 7 keep every tile wide.
         tiles_m = -(-self.M // max(1, min(mr, self.M)))
@@ -461,7 +463,7 @@ class _Gemm:
             out.append(ind + f"        const int64_t {lay.n.name} = n0 + ni;")
             out.append(ind + "        for (int64_t mi = 0; mi < mr; mi++) {")
             out.append(ind + f"            const int64_t {last.name} = {last.name}0 + mi;")
-            self.w._store(out, len(ind) // 4 + 3, out_off, f"tile[mi * {self.NR} + ni]", "float")
+            self.w._store(out, len(ind) // 4 + 3, out_off, f"tile[mi * {self.NR} + ni]", self.acc_t)
             out.append(ind + "        }")
             out.append(ind + "    }")
             out.append(ind + "} else {")
@@ -475,13 +477,13 @@ class _Gemm:
         out.append(ind + "for (int64_t mi = 0; mi < mr; mi++) {")
         out.append(ind + "    const int64_t r = m0 + mi;")
         out.extend(self._decl(lay.rows, "r", ind + "    "))
-        out.append(ind + "    const float *tr = tile + mi * " + f"{NR};")
+        out.append(ind + f"    const {self.acc_t} *tr = tile + mi * {NR};")
         for full in (True, False):
             bound = str(NR) if full else "nr"
             out.append(ind + (f"    if (nr == {NR}) {{" if full else "    } else {"))
             out.append(ind + f"        for (int64_t ni = 0; ni < {bound}; ni++) {{")
             out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
-            w._store(out, len(ind) // 4 + 3, lay.out, "tr[ni]", "float")
+            w._store(out, len(ind) // 4 + 3, lay.out, "tr[ni]", self.acc_t)
             out.append(ind + "        }")
         out.append(ind + "    }")
         out.append(ind + "}")

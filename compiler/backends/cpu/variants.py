@@ -40,11 +40,12 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     Contractions: the other orientations the schedule planned (`Kernel.alternatives`),
     the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
-    the stencil kernel for a depthwise convolution's shape (`stencil.legal`),
+    the integer kernel's tiles and the portable loop for an i32 contraction of i16
+    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise convolution's shape (`stencil.legal`),
     OpenBLAS when the operands are strided matrices (`blas.legal`), and the other parallel
     setting when the work is near the threshold.  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
-    from luminal.compiler.backends.cpu import blas, gemm, simd, stencil, winograd
+    from luminal.compiler.backends.cpu import blas, gemm, igemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
@@ -65,6 +66,16 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 GemmShape.of(kernel.contraction).k >= 1024
             ):  # K blocking: never measured faster below (768: -3%)
                 out.append(Variant(kc=256))
+        if igemm.legal(sched, kernel, isa.name):
+            # the integer kernel (the default) in its other tiles, and the portable loop
+            shape = GemmShape.of(kernel.contraction)
+            out += [
+                Variant(mr=mr, nr=nr)
+                for mr, nr in igemm.TILES[1:]
+                if mr <= max(shape.m, igemm.DEFAULT_TILE[0])
+                and nr <= max(-(-shape.n // 8) * 8, igemm.DEFAULT_TILE[1])
+            ]
+            out.append(Variant(impl="loop"))
         if stencil.legal(sched, kernel, isa):
             out.append(Variant(impl="stencil"))
         if blas.legal(sched, kernel):

@@ -121,9 +121,12 @@ def write_contraction(w: KernelWriter) -> KernelCode:
         else:
             how = ""
         # tl.dot takes no i32 operands (an integer contraction: ConvInteger, QLinear ops):
-        # a broadcast product summed over the K tile instead, exact in i32
+        # a broadcast product summed over the K tile instead, exact in i32; operands
+        # stored as i16 (`ir/narrow.py`) widen first, so their products do not wrap
+        narrow = red.dtype not in (dt, w.s.dtype(ya))
+        wide = f".to({texpr.tltype(red.dtype)})" if narrow else ""
         step = (
-            "    acc += tl.sum(xt[:, :, None] * yt[None, :, :], axis=1)"
+            f"    acc += tl.sum(xt[:, :, None]{wide} * yt[None, :, :]{wide}, axis=1)"
             if dt.is_int
             else f"    acc = tl.dot(xt, yt, acc{how})"
         )
