@@ -322,7 +322,9 @@ class DecoderSession:
         done = [eos_token_id is not None and t[0] == eos_token_id for t in out]
         steps: list[float] = []
         used: dict[int, int] = {}
-        while len(out[0]) < max_new_tokens and not all(done):
+        for _ in range(max_new_tokens - 1):
+            if all(done):
+                break
             t1 = time.perf_counter()
             logits, capacity = self.step(cache, token)
             token = sampling.choose(logits, rng)
