@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.public_models import _torchvision
+from luminal.integrations.torchvision_compat import torchvision
 
 __all__ = ["NAMES", "build"]
 
@@ -26,7 +26,7 @@ SEED = 0
 
 def build(name: str, *, layers: int = 2, vocab: int = 1000, positions: int = 1024) -> Any:
     """The named model (eval mode, f32), with weights from a fixed seed."""
-    _torchvision()  # transformers imports torchvision when it is installed
+    torchvision()  # transformers imports torchvision when it is installed
     import transformers as tf
 
     torch.manual_seed(SEED)

@@ -15,15 +15,13 @@ Random weights, honestly: BatchNorm running statistics are calibrated on random 
 layers torchvision initialises to zero (a ViT's head) get small random weights; otherwise
 the outputs of a random ResNet or ViT are zeros or 1e-15 and parity checks mean nothing.
 
-The torchvision wheel on the package index is a CUDA build whose C++ ops (NMS, RoIAlign)
-cannot load beside the CPU torch; classification models never call them, so the two op
-schemas torchvision's import registers fake kernels for are declared first
-(`_torchvision`); `transformers` imports torchvision too, so text models need it as well.
+torchvision is imported through `integrations.torchvision_compat` (the index's wheel is a
+CUDA build that cannot load beside the CPU torch as it is); `transformers` imports
+torchvision too, so text models need it as well.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +29,7 @@ import torch
 from torch import nn
 
 from benchmarks.models import SUITE_NAMES, SuiteModel
+from luminal.integrations.torchvision_compat import torchvision as _torchvision
 
 VISION = (
     "resnet18",
@@ -71,28 +70,6 @@ def build(name: str) -> SuiteModel:
     if base in VISION:
         return _vision(name, base, batch)
     return _text(name, base, batch)
-
-
-@functools.cache
-def _torchvision() -> Any:
-    """torchvision, importable beside the CPU torch (see the module docstring)."""
-    try:
-        import torchvision
-
-        return torchvision
-    except RuntimeError:
-        pass
-    lib = torch.library.Library("torchvision", "DEF")  # kept alive by the cache
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    import sys
-
-    for mod in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[mod]
-    import torchvision
-
-    _torchvision.lib = lib  # type: ignore[attr-defined]
-    return torchvision
 
 
 def _vision_module(base: str) -> nn.Module:

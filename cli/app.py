@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from luminal._version import __version__
-from luminal.cli import bench, bundle, devices, doctor, inspect, profile, run
+from luminal.cli import bench, bundle, devices, doctor, generate, inspect, profile, run
 from luminal.cli import compile as compile_command
 from luminal.cli.artifact_key import artifact_key_app
 from luminal.cli.license import license_app
@@ -117,6 +117,7 @@ def _root(
 app.command("compile")(compile_command.compile_cmd)
 app.command("inspect")(inspect.inspect_cmd)
 app.command("run")(run.run_cmd)
+app.command("generate")(generate.generate_cmd)
 app.command("devices")(devices.devices_cmd)
 app.command("bench")(bench.bench_cmd)
 app.command("profile")(profile.profile_cmd)

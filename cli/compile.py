@@ -20,12 +20,14 @@ from rich.progress import (
 from rich.table import Table
 
 from luminal import licensing
+from luminal.cli.generate import compile_decoder_dir, decoder_build_json, print_decoder_build
 from luminal.cli.options import DimOption, JsonOption, parse_budget, parse_dims
 from luminal.compiler.backends.target import resolve
 from luminal.compiler.frontend import load_model
 from luminal.compiler.frontend.dims import bind_shapes, symbolic_axes
 from luminal.compiler.ir import TensorSpec
 from luminal.compiler.ir.precision import Precision
+from luminal.compiler.llm.hf import is_model_dir
 from luminal.compiler.pipeline import (
     DEFAULT_BUDGET_SECONDS,
     STEPS,
@@ -40,7 +42,12 @@ from luminal.errors import UsageError
 
 
 def compile_cmd(
-    model: Annotated[Path, typer.Argument(help="An .onnx file or a .pt2 ExportedProgram.")],
+    model: Annotated[
+        Path,
+        typer.Argument(
+            help="An .onnx file, a .pt2 ExportedProgram, or a Hugging Face decoder's directory."
+        ),
+    ],
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Artifact path (default: MODEL with .lmnl)."),
@@ -124,6 +131,18 @@ def compile_cmd(
             "(default: OPT, MAX and sizes 2x apart, at most 8 in all).",
         ),
     ] = None,
+    batch: Annotated[
+        int, typer.Option(help="Decoder only: sequences generated together.", min=1, max=256)
+    ] = 1,
+    prompt_lengths: Annotated[
+        str, typer.Option(help="Decoder only: padded prompt lengths compiled (prefill buckets).")
+    ] = "32,128",
+    capacities: Annotated[
+        str,
+        typer.Option(
+            help="Decoder only: KV cache sizes compiled (decode-step buckets); the last is the cache's."
+        ),
+    ] = "128,512",
     as_json: JsonOption = False,
 ) -> None:
     """Compile a model into one artifact file that `luminal run` and `luminal.load` run.
@@ -144,6 +163,12 @@ def compile_cmd(
       luminal compile bert.onnx --profile batch=1..8:1 --profile seq=1..128:128
 
       luminal compile resnet.onnx --shapes input=1x3x224x224
+
+      luminal compile ./llama-dir -o llama.lmnl --batch 4 --capacities 128,512,2048
+
+    A Hugging Face decoder directory (GPT-2, Llama, Mistral, Qwen2) compiles to a decoder
+    artifact: prefill graphs at --prompt-lengths and one-token step graphs at
+    --capacities, for `luminal generate`; --budget is shared among the graphs.
 
     A model with symbolic dims (a dynamic batch or sequence) compiles with each dim fixed
     (--dim, --shapes) or served over a range (--profile): the profile's artifact holds one
@@ -172,6 +197,21 @@ def compile_cmd(
         use_tuning_db=not fresh,
         precision=precision,
     )
+    if is_model_dir(model):
+        build = compile_decoder_dir(
+            model,
+            output or model.with_suffix(".lmnl"),
+            options,
+            batch,
+            prompt_lengths,
+            capacities,
+            console,
+        )
+        if as_json:
+            typer.echo(json.dumps(decoder_build_json(build), indent=2))
+        else:
+            print_decoder_build(Console(), build)
+        return
     fixed = fixed_dims(model, dim, shapes)
     shape_profile = parse_profile(profile or [], buckets or [])
     with progress_bar(console) as bar:

@@ -21,6 +21,7 @@ rows are written into the cache in place.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tempfile
@@ -163,7 +164,10 @@ def compile_decoder(
     options: CompileOptions | None = None,
     on_member: Callable[[str, int, int], None] | None = None,
 ) -> DecoderBuild:
-    """Compile a Hugging Face decoder (`arch.config_of` says which) into one artifact."""
+    """Compile a Hugging Face decoder (`arch.config_of` says which) into one artifact.
+
+    `options.budget_seconds` is the whole artifact's search budget, split evenly among
+    its graphs; `on_member(name, n, total)` hears each graph's compile start."""
     import torch
 
     from luminal.compiler.frontend.torch import from_module
@@ -191,6 +195,9 @@ def compile_decoder(
                 ["input_ids", "position", *names],
             )
         )
+    options = options or CompileOptions()
+    if options.budget_seconds:
+        options = dataclasses.replace(options, budget_seconds=options.budget_seconds / len(jobs))
     with tempfile.TemporaryDirectory(prefix="luminal-decoder-") as tmp:
         for n, (member, module, example, inputs) in enumerate(jobs):
             if on_member:

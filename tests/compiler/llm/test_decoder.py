@@ -77,7 +77,10 @@ def test_sampling_is_seeded_and_top_1_is_greedy(compiled) -> None:  # type: igno
     c = session.generate(prompts, 12, Sampling(temperature=1.5, top_k=50, seed=8))
     assert a.tokens == b.tokens != c.tokens
     greedy = session.generate(prompts, 12)
-    assert session.generate(prompts, 12, Sampling(temperature=1.0, top_k=1, seed=3)).tokens == greedy.tokens
+    assert (
+        session.generate(prompts, 12, Sampling(temperature=1.0, top_k=1, seed=3)).tokens
+        == greedy.tokens
+    )
 
 
 def test_eos_ends_a_sequence_and_the_others_go_on(compiled) -> None:  # type: ignore[no-untyped-def]
@@ -136,7 +139,7 @@ def test_an_edited_plan_or_member_is_refused(compiled, tmp_path: Path) -> None: 
 
     damaged = tmp_path / "member.lmnl"
     _rewrite(path, damaged, member_edit)
-    with pytest.raises(IntegrityError, match="member step-64.lmnl was altered"):
+    with pytest.raises(IntegrityError, match=r"member step-64\.lmnl was altered"):
         load_decoder(damaged)
     (tmp_path / "junk.lmnl").write_bytes(b"not a zip")
     with pytest.raises(IntegrityError, match="damaged decoder artifact"):
