@@ -6,6 +6,11 @@ Random weights from fixed seeds (nothing downloaded), from `transformers` config
     llama   LlamaForCausalLM: 2 layers, RoPE, RMSNorm, SwiGLU, 4 query heads sharing
             2 key/value heads (grouped-query attention)
 
+`size="base"` widens both to the width of real small models (GPT-2 small: hidden 768,
+12 heads, vocab 50257; Llama-style: hidden 1024, 16 query heads sharing 4 KV heads,
+SwiGLU 2816, vocab 32000), still 2 layers, for decode benchmarks where reading the
+weights, not Python overhead, is the cost.
+
 `initializer_range` is raised from 0.02 to 0.2 so random logits are spread far
 enough apart that greedy decoding is decided by the model, not by float rounding.
 """
@@ -24,8 +29,14 @@ NAMES = ("gpt2", "llama")
 SEED = 0
 
 
-def build(name: str, *, layers: int = 2, vocab: int = 1000, positions: int = 1024) -> Any:
+SIZES = ("small", "base")
+
+
+def build(name: str, *, size: str = "small", layers: int = 2, positions: int = 1024) -> Any:
     """The named model (eval mode, f32), with weights from a fixed seed."""
+    if size not in SIZES:
+        raise KeyError(f"unknown size {size!r}; known: {', '.join(SIZES)}")
+    base = size == "base"
     torchvision()  # transformers imports torchvision when it is installed
     import transformers as tf
 
@@ -33,9 +44,9 @@ def build(name: str, *, layers: int = 2, vocab: int = 1000, positions: int = 102
     if name == "gpt2":
         cfg = tf.GPT2Config(
             n_layer=layers,
-            n_embd=128,
-            n_head=4,
-            vocab_size=vocab,
+            n_embd=768 if base else 128,
+            n_head=12 if base else 4,
+            vocab_size=(vocab := 50257 if base else 1000),
             n_positions=positions,
             initializer_range=0.2,
             bos_token_id=vocab - 1,
@@ -45,11 +56,11 @@ def build(name: str, *, layers: int = 2, vocab: int = 1000, positions: int = 102
     elif name == "llama":
         cfg = tf.LlamaConfig(
             num_hidden_layers=layers,
-            hidden_size=128,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=256,
-            vocab_size=vocab,
+            hidden_size=1024 if base else 128,
+            num_attention_heads=16 if base else 4,
+            num_key_value_heads=4 if base else 2,
+            intermediate_size=2816 if base else 256,
+            vocab_size=32000 if base else 1000,
             max_position_embeddings=positions,
             initializer_range=0.2,
         )

@@ -264,6 +264,13 @@ class Generation:
         }
 
 
+@dataclass(frozen=True)
+class StepOutput:
+    logits: np.ndarray  # [batch, vocab]
+    rows: list[np.ndarray]  # per layer K then V: [batch, kv_heads, head_dim]
+    capacity: int  # the step bucket it ran in
+
+
 class DecoderSession:
     def __init__(self, path: Path, plan: DecoderPlan, graphs: dict[str, Session]) -> None:
         self.path, self.plan, self.config = path, plan, plan.config
@@ -290,8 +297,9 @@ class DecoderSession:
         cache.fill([out[n] for n in self._names], full)
         return out["logits"], cache, bucket
 
-    def step(self, cache: KVCache, tokens: np.ndarray) -> tuple[np.ndarray, int]:
-        """One decode step: the next logits [batch, vocab]; the cache grows by one."""
+    def step_outputs(self, cache: KVCache, tokens: np.ndarray) -> StepOutput:
+        """One decode step's outputs for `tokens` [batch] at the cache's lengths, in the
+        smallest step bucket holding them; the cache is read, not changed."""
         need = int(cache.lengths.max())
         capacity = next((c for c in self.plan.capacities if c >= need + 1), None)
         if capacity is None:
@@ -299,8 +307,14 @@ class DecoderSession:
         feeds = {"input_ids": tokens.astype(np.int64), "position": cache.lengths.copy()}
         feeds.update(zip(self._names, cache.prefix(capacity), strict=True))
         out = self._step[capacity].run(feeds)
-        cache.append([out[n] for n in self._names])
-        return out["logits"], capacity
+        return StepOutput(out["logits"], [out[n] for n in self._names], capacity)
+
+    def step(self, cache: KVCache, tokens: np.ndarray) -> tuple[np.ndarray, int]:
+        """One decode step: the next logits [batch, vocab] and the bucket it ran in; the
+        new K/V rows are written into the cache."""
+        out = self.step_outputs(cache, tokens)
+        cache.append(out.rows)
+        return out.logits, out.capacity
 
     def generate(
         self,
