@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from luminal.cli.options import JsonOption
 from luminal.compiler.options import CompileOptions
 from luminal.errors import UsageError
 
 if TYPE_CHECKING:  # the decoder modules import torch: loaded when a command needs them
-    from luminal.compiler.llm.decoder import DecoderBuild
+    from luminal.compiler.llm.decoder import DecoderBuild, Generation
+    from luminal.compiler.llm.sampling import Sampling
 
 __all__ = ["compile_decoder_dir", "generate_cmd", "parse_sizes"]
 
@@ -123,6 +125,20 @@ def generate_cmd(
     ignore_eos: Annotated[
         bool, typer.Option("--ignore-eos", help="Never end a sequence early.")
     ] = False,
+    cpus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cpus",
+            help="A device for arbitrage: a CPU set such as 0 or 0-3 (repeat: each phase "
+            "runs where it measured cheapest).",
+        ),
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="With --cpus: run prefill and decode on these devices, e.g. cpu:0/cpu:1."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Generate tokens with a decoder artifact: one prefill, then one step per token over
@@ -135,12 +151,23 @@ def generate_cmd(
       luminal generate gpt2.lmnl --prompt-ids 464,3290,318 --max-new-tokens 64
 
       luminal generate gpt2.lmnl --prompt-ids 1,2,3 --prompt-ids 7,8 --temperature 0.8 --top-k 40 --seed 1 --json
+
+      luminal generate gpt2.lmnl --prompt-ids 1,2,3 --cpus 0 --cpus 0-1
+
+    With --cpus, each CPU set is a device (a pinned worker process): prefill and one
+    decode step are measured on each, the cheapest split is printed with its reason
+    (moving the KV cache included), and generation runs that way.
     """
     from luminal.compiler.llm.decoder import load_decoder
     from luminal.compiler.llm.sampling import Sampling
 
     prompts = [parse_prompt(text, n) for n, text in enumerate(prompt_ids)]
     sampling = Sampling(temperature, top_k, seed)
+    if cpus:
+        _arbitrage(
+            artifact, prompts, max_new_tokens, sampling, eos, ignore_eos, cpus, split, as_json
+        )
+        return
     session = load_decoder(artifact)
     try:
         stop = None if ignore_eos else (eos if eos is not None else session.config.eos_token_id)
@@ -152,7 +179,10 @@ def generate_cmd(
             json.dumps({"prompt_lengths": [len(p) for p in prompts], **result.to_json()}, indent=2)
         )
         return
-    out = Console()
+    print_generation(Console(), prompts, result)
+
+
+def print_generation(out: Console, prompts: list[list[int]], result: Generation) -> None:
     for n, (prompt, tokens) in enumerate(zip(prompts, result.tokens, strict=True)):
         out.print(
             f"prompt {n} ({len(prompt)} tokens): {' '.join(map(str, tokens))}", highlight=False
@@ -163,3 +193,57 @@ def generate_cmd(
         f"end to end {result.e2e_s * 1e3:.2f} ms",
         highlight=False,
     )
+
+
+def _arbitrage(
+    artifact: Path,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    sampling: Sampling,
+    eos: int | None,
+    ignore_eos: bool,
+    cpus: list[str],
+    split: str | None,
+    as_json: bool,
+) -> None:
+    from luminal.compiler.llm.decoder import read_plan
+    from luminal.compiler.llm.placement import Device, arbitrage
+    from luminal.metering.bench.environment import parse_cpus
+
+    devices = [Device(parse_cpus(text) or ()) for text in cpus]
+    force = None
+    if split:
+        p, sep, d = split.partition("/")
+        if not sep:
+            raise UsageError(f"--split '{split}': expected PREFILL/DECODE, e.g. cpu:0/cpu:1")
+        force = (p, d)
+    stop = (
+        None
+        if ignore_eos
+        else (eos if eos is not None else read_plan(artifact).config.eos_token_id)
+    )
+    result = arbitrage(artifact, devices, prompts, max_new_tokens, sampling, stop, force=force)
+    if as_json:
+        typer.echo(
+            json.dumps({"prompt_lengths": [len(p) for p in prompts], **result.to_json()}, indent=2)
+        )
+        return
+    out = Console()
+    table = Table(title="devices (measured)")
+    for col in ("device", "prefill ms", "decode step ms"):
+        table.add_column(col)
+    for t in result.timings:
+        table.add_row(t.device, f"{t.prefill_s * 1e3:.3f}", f"{t.step_s * 1e3:.4f}")
+    out.print(table)
+    out.print(
+        f"KV cache transfer: {result.transfer.bytes / 1024:.1f} KiB in {result.transfer.seconds * 1e3:.3f} ms",
+        highlight=False,
+    )
+    place = result.placement
+    out.print(
+        f"placement: prefill on {place.prefill}, decode on {place.decode}: {place.reason}",
+        highlight=False,
+    )
+    if result.moved_bytes:
+        out.print(f"moved the KV cache: {result.moved_bytes / 1024:.1f} KiB", highlight=False)
+    print_generation(out, prompts, result.generation)

@@ -37,8 +37,8 @@ import numpy as np
 from luminal.compiler.artifact import read_artifact_bytes, sha256
 from luminal.compiler.artifact.signing import Signer, verify
 from luminal.compiler.artifact.trust import TrustStore
-from luminal.compiler.llm.arch import Arch, DecoderConfig, DecodeStep, Prefill, config_of
 from luminal.compiler.llm.cache import KVCache
+from luminal.compiler.llm.config import Arch, DecoderConfig, config_of
 from luminal.compiler.llm.sampling import Sampling
 from luminal.compiler.options import CompileOptions
 from luminal.compiler.runtime.session import METERED, Session, open_artifact
@@ -171,6 +171,7 @@ def compile_decoder(
     import torch
 
     from luminal.compiler.frontend.torch import from_module
+    from luminal.compiler.llm.arch import DecodeStep, Prefill
     from luminal.compiler.pipeline import compile_model
 
     cfg = config_of(model)
@@ -265,6 +266,18 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class Prefilled:
+    """Generation after its first phase: what the decode steps continue from."""
+
+    token: np.ndarray  # [batch] the first chosen token per row
+    cache: KVCache  # filled with the prompts
+    rng: np.random.Generator  # the sampler's state after the first choice
+    ttft_s: float
+    bucket: int  # the prompt bucket the prefill ran in
+    count: int  # the prompts given (rows beyond are padding)
+
+
+@dataclass(frozen=True)
 class StepOutput:
     logits: np.ndarray  # [batch, vocab]
     rows: list[np.ndarray]  # per layer K then V: [batch, kv_heads, head_dim]
@@ -326,6 +339,15 @@ class DecoderSession:
         """Generate up to `max_new_tokens` per prompt.  A sequence that emits
         `eos_token_id` (None: never stop early) ends there; the others go on."""
         sampling = sampling or Sampling()
+        return self.finish(
+            self.begin(prompts, max_new_tokens, sampling), max_new_tokens, sampling, eos_token_id
+        )
+
+    def begin(
+        self, prompts: Sequence[Sequence[int]], max_new_tokens: int, sampling: Sampling
+    ) -> Prefilled:
+        """The prefill and the first token: generation's first phase, which may run on
+        another device than the rest (`llm.placement`)."""
         if max_new_tokens < 1:
             raise UsageError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         lengths = self._check_prompts(prompts)
@@ -338,8 +360,18 @@ class DecoderSession:
         t0 = time.perf_counter()
         logits, cache, bucket = self.prefill(prompts)
         token = sampling.choose(logits, rng)
-        ttft = time.perf_counter() - t0
-        out: list[list[int]] = [[int(token[b])] for b in range(len(prompts))]
+        return Prefilled(token, cache, rng, time.perf_counter() - t0, bucket, len(prompts))
+
+    def finish(
+        self,
+        start: Prefilled,
+        max_new_tokens: int,
+        sampling: Sampling,
+        eos_token_id: int | None = None,
+    ) -> Generation:
+        """The decode steps after `begin`: up to `max_new_tokens` in all per prompt."""
+        cache, rng, token = start.cache, start.rng, start.token
+        out: list[list[int]] = [[int(token[b])] for b in range(start.count)]
         done = [eos_token_id is not None and t[0] == eos_token_id for t in out]
         steps: list[float] = []
         used: dict[int, int] = {}
@@ -355,7 +387,9 @@ class DecoderSession:
                 if not done[b]:
                     seq.append(int(token[b]))
                     done[b] = eos_token_id is not None and int(token[b]) == eos_token_id
-        return Generation(tuple(tuple(s) for s in out), bucket, ttft, tuple(steps), used)
+        return Generation(
+            tuple(tuple(s) for s in out), start.bucket, start.ttft_s, tuple(steps), used
+        )
 
     def _check_prompts(self, prompts: Sequence[Sequence[int]]) -> list[int]:
         plan = self.plan
@@ -380,10 +414,32 @@ class DecoderSession:
             s.close()
 
 
+def read_plan(path: Path, store: TrustStore | None = None) -> DecoderPlan:
+    """The verified plan of a decoder artifact, without opening its graphs."""
+    plan, _ = _read(path, store, members=False)
+    return plan
+
+
 def load_decoder(
     path: Path, *, store: TrustStore | None = None, meter: MeterConfig | None = METERED
 ) -> DecoderSession:
     """Verify a decoder artifact (module docstring) and open its graphs."""
+    plan, members = _read(path, store, members=True)
+    graphs: dict[str, Session] = {}
+    for member, data in members.items():
+        where = f"{path}:{member}"
+        inner = read_artifact_bytes(
+            data, where, trust_unsigned=True
+        )  # digest listed in the signed plan
+        _check_graph(plan, member, inner.manifest.inputs, where)
+        graphs[member] = open_artifact(Path(where), inner, meter=meter)
+    return DecoderSession(path, plan, graphs)
+
+
+def _read(
+    path: Path, store: TrustStore | None, members: bool
+) -> tuple[DecoderPlan, dict[str, bytes]]:
+    """The signed plan, and (with `members`) each graph's bytes, digests checked."""
     where = str(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such artifact")
@@ -405,19 +461,16 @@ def load_decoder(
             digests = record.get("members")
             if not isinstance(digests, dict) or set(digests) != set(plan.members()):
                 raise IntegrityError(f"{path}: {PLAN} lists other members than its plan's graphs")
-            graphs: dict[str, Session] = {}
-            for member in plan.members():
+            data: dict[str, bytes] = {}
+            for member in plan.members() if members else ():
                 if member not in names:
                     raise IntegrityError(f"{path}: member {member} is missing")
-                data = z.read(member)
-                if sha256(data) != digests[member]:
+                data[member] = z.read(member)
+                if sha256(data[member]) != digests[member]:
                     raise IntegrityError(f"{path}: member {member} was altered")
-                inner = read_artifact_bytes(data, f"{path}:{member}", trust_unsigned=True)
-                _check_graph(plan, member, inner.manifest.inputs, f"{path}:{member}")
-                graphs[member] = open_artifact(Path(f"{path}:{member}"), inner, meter=meter)
     except (OSError, zipfile.BadZipFile, KeyError) as err:
         raise IntegrityError(f"{path}: damaged decoder artifact ({err})") from None
-    return DecoderSession(path, plan, graphs)
+    return plan, data
 
 
 def _check_graph(plan: DecoderPlan, member: str, inputs: Sequence[Any], where: str) -> None:

@@ -34,7 +34,7 @@ def load_pretrained(path: Path) -> Any:
         )
     except Exception as err:  # transformers raises many kinds; the first line says which
         raise UsageError(f"{path}: cannot load the model: {one_line(err)}") from None
-    from luminal.compiler.llm.arch import config_of
+    from luminal.compiler.llm.config import config_of
 
     config_of(model)  # a UsageError unless it is a supported decoder
     return model.eval()
