@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +20,9 @@ from luminal.licensing.home import write_atomic
 from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
+from luminal.metering.bench.llm import LLM_BASELINES, LlmRequest, run_llm_bench
 from luminal.metering.bench.outputs import parse_tolerances
+from luminal.metering.bench.run import BenchRun
 from luminal.metering.report import benchmark_action, junit, markdown, sign_and_write
 from luminal.references.baselines import registry, split_module_ref
 
@@ -58,7 +60,14 @@ def bench_cmd(
     min_runs: Annotated[int, typer.Option(help="Minimum timed runs per arm.")] = 100,
     min_blocks: Annotated[int, typer.Option(help="Minimum paired blocks (rounds).")] = 20,
     block_ms: Annotated[float, typer.Option(help="Target milliseconds per block.")] = 50.0,
-    scenario: Annotated[str, typer.Option(help="latency, throughput or both.")] = "both",
+    scenario: Annotated[
+        str,
+        typer.Option(help="latency, throughput, both, or llm (a decoder artifact, --model DIR)."),
+    ] = "both",
+    prompt: Annotated[int, typer.Option(help="llm: prompt tokens per sequence.", min=1)] = 32,
+    new_tokens: Annotated[
+        int, typer.Option(help="llm: tokens generated per sequence.", min=1)
+    ] = 64,
     batch: Annotated[
         int | None, typer.Option(help="Throughput batch (default: the largest that fits).")
     ] = None,
@@ -146,6 +155,7 @@ def bench_cmd(
         "both": ("latency", "throughput"),
         "latency": ("latency",),
         "throughput": ("throughput",),
+        "llm": ("llm",),
     }
     if scenario not in modes:
         raise UsageError(f"--scenario {scenario}: choose from {', '.join(modes)}")
@@ -163,36 +173,68 @@ def bench_cmd(
         if "factory" in settings:
             raise UsageError("--model FILE.py:FACTORY and --baseline-opt factory= both name one")
         settings["factory"] = factory
-    request = BenchRequest(
-        target=target,
-        baseline=baseline,
-        model=model_path,
-        compile_first=compile_first,
-        work_dir=out.parent,
-        scenarios=modes[scenario],
-        batch=batch,
-        max_batch=max_batch,
-        inputs=inputs,
+    method = MethodSettings(
+        duration_s=duration,
+        min_runs=min_runs,
+        min_blocks=min_blocks,
+        block_s=block_ms / 1e3,
+        target_halfwidth=target_halfwidth,
+        max_duration_s=max_duration,
         seed=seed,
-        input_sets=input_sets,
-        threads=threads,
-        cpus=parse_cpus(cpus),
-        method=MethodSettings(
-            duration_s=duration,
-            min_runs=min_runs,
-            min_blocks=min_blocks,
-            block_s=block_ms / 1e3,
-            target_halfwidth=target_halfwidth,
-            max_duration_s=max_duration,
-            seed=seed,
-        ),
-        tolerances=parse_tolerances(tol),
-        baseline_settings=settings,
-        baseline_options=baseline_options,
-        dims=parse_dims(dim),
-        terms=_terms(status, price_per_hour),
-        trust_unsigned=trust_unsigned,
     )
+    if scenario == "llm":
+        if baseline not in LLM_BASELINES:
+            raise UsageError(
+                f"--scenario llm: baseline '{baseline}' has no generation arm; choose from {', '.join(LLM_BASELINES)}"
+            )
+        if model_path is None or compile_first or inputs is not None:
+            raise UsageError(
+                "--scenario llm takes a decoder artifact and --model DIR (its Hugging Face "
+                "model directory); not --compile-first or --inputs"
+            )
+
+        def measure(progress: Callable[[str, float, str], None]) -> BenchRun:
+            llm = LlmRequest(
+                target=target,
+                model=model_path,
+                prompt=prompt,
+                new_tokens=new_tokens,
+                batch=batch,
+                seed=seed,
+                input_sets=input_sets,
+                threads=threads,
+                cpus=parse_cpus(cpus),
+                method=method,
+                terms=_terms(status, price_per_hour),
+            )
+            return run_llm_bench(llm, progress=progress)
+    else:
+        request = BenchRequest(
+            target=target,
+            baseline=baseline,
+            model=model_path,
+            compile_first=compile_first,
+            work_dir=out.parent,
+            scenarios=modes[scenario],
+            batch=batch,
+            max_batch=max_batch,
+            inputs=inputs,
+            seed=seed,
+            input_sets=input_sets,
+            threads=threads,
+            cpus=parse_cpus(cpus),
+            method=method,
+            tolerances=parse_tolerances(tol),
+            baseline_settings=settings,
+            baseline_options=baseline_options,
+            dims=parse_dims(dim),
+            terms=_terms(status, price_per_hour),
+            trust_unsigned=trust_unsigned,
+        )
+
+        def measure(progress: Callable[[str, float, str], None]) -> BenchRun:
+            return run_bench(request, progress=progress)  # compile_model checks `compile`
+
     with progress_bar(console) as bar:
         # as `luminal compile`: a bar on a terminal, and one line per finished phase (all a
         # CI log, which is not a terminal, shows)
@@ -215,7 +257,7 @@ def bench_cmd(
             label = _phase_line(phase, detail)
             bar.update(task, description=label, total=100, completed=round(100 * done))
 
-        run = run_bench(request, progress=progress)  # compile_model checks `compile` itself
+        run = measure(progress)
         if phases:
             console.print(f"  [green]✓[/] {_phase_line(*phases[-1])}", highlight=False)
     statement = sign_and_write(run, out)

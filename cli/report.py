@@ -223,6 +223,8 @@ def print_summary(console: Console, statement: Mapping[str, Any]) -> None:
         for row in sc.rows:
             table.add_row(*row)
         console.print(table)
+        if sc.generation_line:
+            console.print(sc.generation_line, highlight=False)
     for name, why in v.skipped.items():
         console.print(f"{name}: skipped ({why})", highlight=False)
     checks = Table(title="checks", title_justify="left", show_header=False)

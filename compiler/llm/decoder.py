@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from luminal.compiler.artifact import read_artifact_bytes, sha256
+from luminal.compiler.artifact import Manifest, read_artifact_bytes, sha256
 from luminal.compiler.artifact.signing import Signer, verify
 from luminal.compiler.artifact.trust import TrustStore
 from luminal.compiler.llm.cache import KVCache
@@ -285,8 +285,11 @@ class StepOutput:
 
 
 class DecoderSession:
-    def __init__(self, path: Path, plan: DecoderPlan, graphs: dict[str, Session]) -> None:
+    def __init__(
+        self, path: Path, plan: DecoderPlan, graphs: dict[str, Session], digests: dict[str, str]
+    ) -> None:
         self.path, self.plan, self.config = path, plan, plan.config
+        self._digests = digests
         self._prefill = {p: graphs[f"prefill-{p}.lmnl"] for p in plan.prompt_lengths}
         self._step = {c: graphs[f"step-{c}.lmnl"] for c in plan.capacities}
         self._names = _names(plan.config)
@@ -409,6 +412,15 @@ class DecoderSession:
                 )
         return [len(p) for p in prompts]
 
+    def manifest(self) -> Manifest:
+        """The manifest of the full-capacity step graph: what the graphs were compiled for
+        (all were compiled alike, by one `compile_decoder`)."""
+        return self._step[self.plan.capacity].manifest
+
+    def member_digests(self) -> dict[str, str]:
+        """Each graph's artifact SHA-256 (how its usage is metered and reported)."""
+        return dict(self._digests)
+
     def close(self) -> None:
         for s in [*self._prefill.values(), *self._step.values()]:
             s.close()
@@ -433,7 +445,7 @@ def load_decoder(
         )  # digest listed in the signed plan
         _check_graph(plan, member, inner.manifest.inputs, where)
         graphs[member] = open_artifact(Path(where), inner, meter=meter)
-    return DecoderSession(path, plan, graphs)
+    return DecoderSession(path, plan, graphs, {m: sha256(d) for m, d in members.items()})
 
 
 def _read(

@@ -42,6 +42,8 @@ def derive(raw: Mapping[str, Any]) -> dict[str, Any]:
             **{a: s.to_json() for a, s in arm_stats[name].items()},
             "speedup": speedups[name].to_json(),
         }
+        if "generation" in sc:  # the llm scenario (metering/bench/llm.py)
+            per_scenario[name]["generation"] = generation(sc["generation"], sc["batch"])
     t04 = raw["audit"]["test04"]
     ratio04 = fresh_over_repeated(t04.get("fresh_ns"), t04.get("repeated_ns"), confidence)
     cached = caching(ratio04, method["audit_threshold"])
@@ -63,6 +65,30 @@ def derive(raw: Mapping[str, Any]) -> dict[str, Any]:
         "validity": validity.to_json(),
         "speedup": headline,
         "savings": savings(raw.get("pricing"), headline, validity.valid),
+    }
+
+
+def generation(raw: Mapping[str, Any], batch: int) -> dict[str, Any]:
+    """Per arm, the median time to first token and decode tokens per second (every
+    sequence's tokens over one generation's summed step time) over the phase runs; and
+    luminal's ratios to the baseline (above 1: luminal is better)."""
+    arms: dict[str, dict[str, float]] = {}
+    for arm, rec in raw.items():
+        tps = [batch * len(s) / (sum(s) / 1e9) for s in rec["step_ns"] if s and sum(s) > 0]
+        arms[arm] = {
+            "ttft_ms": float(np.median(rec["ttft_ns"])) / 1e6,
+            "decode_tokens_per_s": float(np.median(tps)) if tps else 0.0,
+            "runs": len(rec["ttft_ns"]),
+        }
+    base, cand = arms[BASELINE], arms[CANDIDATE]
+    return {
+        **arms,
+        "ttft_speedup": base["ttft_ms"] / cand["ttft_ms"] if cand["ttft_ms"] else None,
+        "decode_speedup": (
+            cand["decode_tokens_per_s"] / base["decode_tokens_per_s"]
+            if base["decode_tokens_per_s"]
+            else None
+        ),
     }
 
 

@@ -57,6 +57,7 @@ def render(statement: Mapping[str, Any]) -> str:
         parts += [
             f"<h2>{escape(sc.name)} scenario (batch {sc.batch})</h2>",
             f"<p>{escape(sc.speedup_line[:1].upper() + sc.speedup_line[1:])}</p>",
+            *([f"<p>{escape(sc.generation_line)}</p>"] if sc.generation_line else []),
             _table(STAT_COLUMNS, sc.rows),
             "<p class='muted'>Latency distribution per arm: every timed run, log time axis; "
             "dashed p50, dotted p99.</p>",

@@ -29,6 +29,7 @@ def render(statement: Mapping[str, Any]) -> str:
         out += [
             f"### {sc.name} (batch {sc.batch}): {sc.speedup_line}",
             "",
+            *([_esc(sc.generation_line), ""] if sc.generation_line else []),
             _table(STAT_COLUMNS, sc.rows),
             "",
         ]

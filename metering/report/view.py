@@ -49,6 +49,7 @@ class ScenarioView:
     speedup: Mapping[str, Any]
     speedup_line: str  # "speedup 1.23x [...]", or "not billable" for an INVALID run
     timings: dict[str, list[list[int]]]  # arm label -> blocks of per-run ns
+    generation_line: str | None = None  # the llm scenario: first token and decode rates
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,12 @@ def view(statement: Mapping[str, Any]) -> ReportView:
             if r["validity"]["valid"]
             else "speedup not billable (the run is INVALID)"
         )
-        scenarios.append(ScenarioView(name, sc["batch"], rows, st["speedup"], line, timings))
+        gen = st.get("generation")
+        scenarios.append(
+            ScenarioView(
+                name, sc["batch"], rows, st["speedup"], line, timings, gen and generation_line(gen)
+            )
+        )
     parity_rows = [
         [
             o["name"],
@@ -210,6 +216,18 @@ def view(statement: Mapping[str, Any]) -> ReportView:
         subjects=subjects,
         signer=p["signer"]["keyid"],
         created=p["created"],
+    )
+
+
+def generation_line(g: Mapping[str, Any]) -> str:
+    """The llm scenario's phases: luminal against the baseline, medians."""
+    lum, base = g["luminal"], g["baseline"]
+    ttft = f" ({g['ttft_speedup']:.2f}x)" if g.get("ttft_speedup") else ""
+    dec = f" ({g['decode_speedup']:.2f}x)" if g.get("decode_speedup") else ""
+    return (
+        f"time to first token {lum['ttft_ms']:.2f} ms vs {base['ttft_ms']:.2f} ms{ttft}; "
+        f"decode {lum['decode_tokens_per_s']:,.0f} vs {base['decode_tokens_per_s']:,.0f} "
+        f"tokens/s{dec}; medians of {lum['runs']} generations per arm"
     )
 
 
