@@ -65,6 +65,17 @@ class _Blocks(nn.Module):
             self.register_buffer("cos", cos[0].contiguous(), persistent=False)
             self.register_buffer("sin", sin[0].contiguous(), persistent=False)
         self.head = model.lm_head
+        # a vocabulary padded to whole column panels (`schedule.contraction.PANEL`) with
+        # zero rows, the padding's logits cut off: the head reads its weight in panels
+        vocab, pad = self.head.weight.shape[0], -self.head.weight.shape[0] % 32
+        self.vocab = vocab
+        if pad and self.head.bias is None:
+            w = self.head.weight.detach()
+            self.register_buffer(
+                "head_w", torch.cat([w, w.new_zeros(pad, w.shape[1])]), persistent=False
+            )
+        else:
+            self.head_w = None
 
     def embed_at(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids)
@@ -105,7 +116,9 @@ class _Blocks(nn.Module):
         return x + layer.mlp(layer.post_attention_layernorm(x))
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        return self.head(self.norm(h))
+        if self.head_w is None:
+            return self.head(self.norm(h))
+        return nn.functional.linear(self.norm(h), self.head_w)[..., : self.vocab]
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
