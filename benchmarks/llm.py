@@ -42,8 +42,7 @@ ARMS = ("luminal", "torch", "onnxruntime")
 
 def _prompts(batch: int, length: int, vocab: int, seed: int) -> list[list[int]]:
     rng = np.random.default_rng(seed)
-    # different lengths when batched: the longest is --prompt, the others shorter
-    lengths = [max(1, length - 3 * b) for b in range(batch)]
+    lengths = [length] * batch  # equal: the torch arm runs them as one unpadded batch
     return [rng.integers(0, vocab, n).tolist() for n in lengths]
 
 
@@ -97,7 +96,7 @@ def _summary(runs: list[Any]) -> dict[str, Any]:
 
     return {
         "ttft_ms": stat([r.ttft_s * 1e3 for r in runs]),
-        "decode_tokens_per_s": stat([r.decode_tokens_per_s() for r in runs]),
+        "decode_tokens_per_s": stat([r.decode_tokens_per_s for r in runs]),
         "e2e_ms": stat([r.e2e_s * 1e3 for r in runs]),
     }
 
@@ -142,15 +141,27 @@ def run_model(name: str, size: str, args: argparse.Namespace, tmp: Path) -> dict
         options=CompileOptions(budget_seconds=budget),
     )
     session = load_decoder(built.path, meter=None)
-    arms: dict[str, Callable[[], Any]] = {"luminal": lambda: session.generate(prompts, args.new)}
-    if not args.no_baselines:
-        from benchmarks import llm_baselines as base
+    from benchmarks.llm_baselines import GenerationTiming, export_onnx, ort_generate
 
-        arms["torch"] = lambda: base.torch_generate(model, prompts, args.new, threads=args.threads)
-        onnx_path = base.export_onnx(model, tmp / f"{name}-{size}-onnx")
-        arms["onnxruntime"] = lambda: base.ort_generate(
-            onnx_path, prompts, args.new, threads=args.threads
-        )
+    def luminal() -> GenerationTiming:
+        g = session.generate(prompts, args.new)
+        return GenerationTiming("luminal", [list(t) for t in g.tokens], g.ttft_s, list(g.step_s))
+
+    arms: dict[str, Callable[[], Any]] = {"luminal": luminal}
+    if not args.no_baselines:
+        from luminal.references.baselines.transformers_generate import GenerateRunner
+
+        # torch eager as `luminal bench --scenario llm` runs it (equal-length prompts)
+        runner = GenerateRunner(model, args.threads, args.new)
+        ids = np.asarray(prompts, np.int64)
+
+        def torch_eager() -> GenerationTiming:
+            tokens, t = runner.timed(ids)
+            return GenerationTiming("torch", tokens.tolist(), t.ttft_s, list(t.step_s))
+
+        arms["torch"] = torch_eager
+        onnx_path = export_onnx(model, tmp / f"{name}-{size}-onnx")
+        arms["onnxruntime"] = lambda: ort_generate(onnx_path, prompts, args.new, args.threads)
     stats, last = generation(arms, args.repeats)
     tokens = {arm: [list(t) for t in run.tokens] for arm, run in last.items()}
     ref = tokens.get("torch")
