@@ -20,7 +20,7 @@ from luminal.licensing.home import write_atomic
 from luminal.licensing.terms import BillingTerms, license_terms
 from luminal.metering.bench import BenchRequest, MethodSettings, run_bench
 from luminal.metering.bench.environment import parse_cpus
-from luminal.metering.bench.llm import LLM_BASELINES, LlmRequest, run_llm_bench
+from luminal.metering.bench.llm import LlmRequest, run_llm_bench
 from luminal.metering.bench.outputs import parse_tolerances
 from luminal.metering.bench.run import BenchRun
 from luminal.metering.report import benchmark_action, junit, markdown, sign_and_write
@@ -183,20 +183,18 @@ def bench_cmd(
         seed=seed,
     )
     if scenario == "llm":
-        if baseline not in LLM_BASELINES:
-            raise UsageError(
-                f"--scenario llm: baseline '{baseline}' has no generation arm; choose from {', '.join(LLM_BASELINES)}"
-            )
         if model_path is None or compile_first or inputs is not None:
             raise UsageError(
                 "--scenario llm takes a decoder artifact and --model DIR (its Hugging Face "
-                "model directory); not --compile-first or --inputs"
+                "model directory, for -b torch) or --model FILE.onnx (its export with past "
+                "key/values, for -b onnxruntime); not --compile-first or --inputs"
             )
 
         def measure(progress: Callable[[str, float, str], None]) -> BenchRun:
             llm = LlmRequest(
                 target=target,
                 model=model_path,
+                baseline=baseline,
                 prompt=prompt,
                 new_tokens=new_tokens,
                 batch=batch,

@@ -42,8 +42,9 @@ from luminal.references.baselines import versions
 __all__ = ["LLM_BASELINES", "PHASE_RUNS", "LlmRequest", "run_llm_bench"]
 
 SCENARIO = "llm"
-#: `--baseline` values with a generation arm: transformers `generate` in torch eager
-LLM_BASELINES = ("torch",)
+#: `--baseline` values with a generation arm: transformers `generate` in torch eager on
+#: the model's directory, ONNX Runtime on its export with past key/values
+LLM_BASELINES = ("torch", "onnxruntime")
 PHASE_RUNS = 5
 FRESH_SETS = 8  # TEST04's fresh prompts: each run is a whole generation
 _FRESH_SEED = 7919
@@ -52,7 +53,8 @@ _FRESH_SEED = 7919
 @dataclass(frozen=True)
 class LlmRequest:
     target: Path  # a decoder artifact
-    model: Path  # the Hugging Face model directory it was compiled from
+    model: Path  # torch: the Hugging Face model directory; onnxruntime: its export with past
+    baseline: str = "torch"
     prompt: int = 32
     new_tokens: int = 64
     batch: int | None = None  # default: the artifact's
@@ -88,9 +90,13 @@ def run_llm_bench(
 
     if not req.target.is_file():
         raise UsageError(f"{req.target}: no such file")
-    if not req.model.is_dir():
+    if req.baseline not in LLM_BASELINES:
         raise UsageError(
-            f"--model {req.model}: the llm scenario's baseline is the Hugging Face model directory the artifact was compiled from"
+            f"--scenario llm: baseline '{req.baseline}' has no generation arm; choose from {', '.join(LLM_BASELINES)}"
+        )
+    if req.baseline == "torch" and not req.model.is_dir():
+        raise UsageError(
+            f"--model {req.model}: the torch baseline is the Hugging Face model directory the artifact was compiled from"
         )
     conditions = environment.apply(req.threads, req.cpus)
     load_start = environment.load_average()
@@ -104,10 +110,17 @@ def run_llm_bench(
     session.begin([[0] * req.prompt] * batch, req.new_tokens, _greedy())  # a one-line error now
     if progress:
         progress("loading the baseline", 0.0, str(req.model))
-    runner = open_generate(req.model, conditions.threads, req.new_tokens)
-    if runner.model.config.vocab_size != plan.config.vocab:
+    if req.baseline == "torch":
+        runner: Any = open_generate(req.model, conditions.threads, req.new_tokens)
+        vocab_of = runner.model.config.vocab_size
+    else:
+        from luminal.references.baselines.ort_generate import open_ort_generate
+
+        runner = open_ort_generate(req.model, conditions.threads, req.new_tokens)
+        vocab_of = runner.vocab
+    if vocab_of not in (None, plan.config.vocab):
         raise UsageError(
-            f"--model {req.model}: vocabulary {runner.model.config.vocab_size}, the artifact's is {plan.config.vocab}"
+            f"--model {req.model}: vocabulary {vocab_of}, the artifact's is {plan.config.vocab}"
         )
     vocab = plan.config.vocab
 
@@ -139,9 +152,9 @@ def run_llm_bench(
         "toolchain": manifest.target.get("toolchain"),
         "flags": manifest.target.get("flags"),
     }
-    model_digest = dir_sha256(req.model)
+    model_digest = dir_sha256(req.model) if req.model.is_dir() else file_sha256(req.model)
     data["baseline"] = {
-        "name": "transformers-generate",
+        "name": "transformers-generate" if req.baseline == "torch" else "onnxruntime-generate",
         "model": str(req.model),
         "model_sha256": model_digest,
         "settings": {},
@@ -166,6 +179,7 @@ def run_llm_bench(
     data["inputs"] = sets.describe()
     data["request"] = {
         "scenarios": [SCENARIO],
+        "baseline": req.baseline,
         "prompt": req.prompt,
         "new_tokens": req.new_tokens,
         "batch": batch,

@@ -57,6 +57,35 @@ def test_llm_bench_report_has_both_phases_and_verifies(cli, decoder, tmp_path: P
     assert rc == 0 and "OK" in stdout, err
 
 
+def test_llm_bench_against_onnx_runtime_with_past_key_values(cli, decoder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks.llm_baselines import export_onnx
+
+    art, _ = decoder
+    onnx_path = export_onnx(build("gpt2"), tmp_path / "onnx")
+    out = tmp_path / "ort.report.json"
+    rc, _, err = cli(
+        "bench",
+        art,
+        "--scenario",
+        "llm",
+        "-b",
+        "onnxruntime",
+        "--model",
+        onnx_path,
+        "-o",
+        out,
+        *QUICK,
+    )
+    assert rc in (0, 5), err
+    _, statement = read(out)
+    p = statement["predicate"]
+    (tokens,) = p["parity"]["outputs"]
+    assert tokens["ok"] and tokens["max_abs"] == 0  # ORT's greedy tokens are luminal's
+    assert p["baseline"]["name"] == "onnxruntime-generate"
+    assert p["baseline"]["info"]["intra_op_num_threads"] == p["conditions"]["threads"]
+    assert p["results"]["scenarios"]["llm"]["generation"]["baseline"]["runs"] == 5
+
+
 def test_llm_bench_usage_errors(cli, decoder) -> None:  # type: ignore[no-untyped-def]
     art, model_dir = decoder
     rc, _, err = cli("bench", art, "--scenario", "llm", "-b", "torch")
