@@ -36,7 +36,13 @@ from luminal.metering.bench import environment
 from luminal.metering.bench.inputs import InputSets
 from luminal.metering.bench.method import Clock, MethodSettings, Progress
 from luminal.metering.bench.results import BASELINE, CANDIDATE
-from luminal.metering.bench.run import BenchRun, Scenario, execute
+from luminal.metering.bench.run import (
+    BenchRun,
+    Scenario,
+    artifact_subjects,
+    execute,
+    where_measured,
+)
 from luminal.references.baselines import versions
 
 __all__ = ["LLM_BASELINES", "PHASE_RUNS", "LlmRequest", "run_llm_bench"]
@@ -140,11 +146,7 @@ def run_llm_bench(
     data = execute([scenario], fresh, req.method, {}, clock=clock, progress=progress)
     data["scenarios"][SCENARIO]["generation"] = _phases(session, runner, sets, req, progress)
     data["scenarios"][SCENARIO]["llm"] = {"prompt": req.prompt, "new_tokens": req.new_tokens}
-    data["conditions"] = conditions.to_json()
-    data["machine"] = {
-        **environment.machine(),
-        "load_average": {"start": load_start, "end": environment.load_average()},
-    }
+    data.update(where_measured(conditions, load_start))
     manifest = session.manifest()
     data["software"] = {
         **versions(),
@@ -191,10 +193,7 @@ def run_llm_bench(
     data["license"] = req.terms.license.to_json() if req.terms else None
     data["pricing"] = req.terms.pricing_json() if req.terms else None
     # every graph's digest is a subject: usage is metered per graph (each is an artifact)
-    subjects = [
-        {"name": f"artifact:{Path(a['path']).name}", "digest": {"sha256": a["sha256"]}}
-        for a in data["candidate"]["artifact_digests"]
-    ]
+    subjects = artifact_subjects(data["candidate"]["artifact_digests"])
     subjects.append(
         {"name": f"baseline-model:{req.model.name}", "digest": {"sha256": model_digest}}
     )

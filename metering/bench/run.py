@@ -148,11 +148,7 @@ def run_bench(
         steps=steps,
         spread=spread,
     )
-    data["conditions"] = conditions.to_json()
-    data["machine"] = {
-        **environment.machine(),
-        "load_average": {"start": load_start, "end": environment.load_average()},
-    }
+    data.update(where_measured(conditions, load_start))
     manifest = session.manifest
     data["software"] = {
         **versions(),
@@ -188,10 +184,7 @@ def run_bench(
     data["request"] = reproduction(req)
     data["license"] = req.terms.license.to_json() if req.terms else None
     data["pricing"] = req.terms.pricing_json() if req.terms else None
-    subjects = [
-        {"name": f"artifact:{Path(a['path']).name}", "digest": {"sha256": a["sha256"]}}
-        for a in data["candidate"]["artifact_digests"]
-    ]
+    subjects = artifact_subjects(data["candidate"]["artifact_digests"])
     subjects.append(
         {
             "name": f"baseline-model:{model.name}",
@@ -209,6 +202,25 @@ def run_bench(
     if req.inputs:
         subjects.append(_subject(f"inputs-file:{req.inputs.name}", req.inputs))
     return BenchRun(data, subjects, artifacts)
+
+
+def where_measured(conditions: environment.Conditions, load_start: object) -> dict[str, Any]:
+    """The predicate's `conditions` and `machine` (load average at start and now)."""
+    return {
+        "conditions": conditions.to_json(),
+        "machine": {
+            **environment.machine(),
+            "load_average": {"start": load_start, "end": environment.load_average()},
+        },
+    }
+
+
+def artifact_subjects(digests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One report subject per measured artifact (what usage is registered against)."""
+    return [
+        {"name": f"artifact:{Path(a['path']).name}", "digest": {"sha256": a["sha256"]}}
+        for a in digests
+    ]
 
 
 def execute(

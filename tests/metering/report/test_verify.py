@@ -141,7 +141,8 @@ def test_a_real_report_carries_what_a_re_run_needs(cli, gemm_artifact, tmp_path:
 
     artifact, model, _ = gemm_artifact
     out = tmp_path / "r.json"
-    quick = ("--duration", "0.2", "--min-runs", "10", "--min-blocks", "3", "--block-ms", "2")
+    quick = ("--duration", "0.2", "--max-duration", "1", "--min-runs", "10", "--min-blocks", "3")
+    quick = (*quick, "--block-ms", "2")
     rc, _, err = cli("bench", artifact, "--model", model, "--threads", "1", "-o", out, *quick)
     assert rc in (0, 5), err  # a short run on a shared machine may be INVALID
     _, statement = read(out)
