@@ -17,12 +17,9 @@ the result is plain argmax for exactly `max_new_tokens` and the ORT arm matches 
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
-import itertools
 import statistics
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,8 @@ import numpy as np
 import torch
 
 from benchmarks import llm_models
+from luminal.references.baselines.ort_generate import OrtGenerateRunner
+from luminal.references.baselines.transformers_generate import GenerateRunner, greedy_config
 
 __all__ = [
     "GenerationTiming",
@@ -62,32 +61,10 @@ class GenerationTiming:
         return self.ttft_s + sum(self.step_s)
 
 
-def _left_pad(prompts: list[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), width), pad, dtype=np.int64)
-    mask = np.zeros((len(prompts), width), dtype=np.int64)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = prompt
-        mask[row, width - len(prompt) :] = 1
-    return ids, mask
-
-
-def _greedy_config(model: Any) -> Any:
-    """The model's generation config, greedy and with EOS off (pad stays the EOS id)."""
-    cfg = copy.deepcopy(model.generation_config)
-    eos = cfg.eos_token_id if cfg.eos_token_id is not None else model.config.eos_token_id
-    if isinstance(eos, list):
-        eos = eos[0]
-    cfg.pad_token_id = eos if eos is not None else 0
-    cfg.eos_token_id = None
-    cfg.do_sample = False
-    return cfg
-
-
 def reference_generate(model: Any, prompt: list[int], max_new_tokens: int) -> list[int]:
     """`model.generate` for one prompt, batch 1, no padding: the ids both arms must equal."""
     ids = torch.tensor([prompt], dtype=torch.long)
-    cfg = _greedy_config(model)
+    cfg = greedy_config(model)
     with torch.no_grad():
         out = model.generate(
             ids, generation_config=cfg, do_sample=False, max_new_tokens=max_new_tokens
@@ -95,48 +72,18 @@ def reference_generate(model: Any, prompt: list[int], max_new_tokens: int) -> li
     return out[0, len(prompt) :].tolist()
 
 
-class _StepClock:
-    """A stopping criterion that never stops and records when each token was chosen."""
-
-    def __init__(self) -> None:
-        self.marks: list[float] = []
-
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
-        self.marks.append(time.perf_counter())
-        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-
-
 def torch_generate(
     model: Any, prompts: list[list[int]], max_new_tokens: int, *, threads: int | None = None
 ) -> GenerationTiming:
-    """HF `generate` as users run it (greedy, KV cache), timed per token step."""
-    import transformers as tf
-
+    """HF `generate` as users run it (greedy, KV cache), timed per token step: the
+    product's baseline runner (`references.baselines.transformers_generate`)."""
     previous = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
     try:
-        cfg = _greedy_config(model)
-        ids, mask = _left_pad(prompts, cfg.pad_token_id)
-        kwargs: dict[str, Any] = {"input_ids": torch.from_numpy(ids)}
-        if len(prompts) > 1:
-            kwargs["attention_mask"] = torch.from_numpy(mask)
-        clock = _StepClock()
-        with torch.no_grad():
-            start = time.perf_counter()
-            out = model.generate(
-                **kwargs,
-                generation_config=cfg,
-                max_new_tokens=max_new_tokens,
-                min_new_tokens=max_new_tokens,
-                stopping_criteria=tf.StoppingCriteriaList([clock]),
-            )
+        runner = GenerateRunner(model, threads or previous, max_new_tokens)
+        tokens, t = runner.generate(prompts)
     finally:
         torch.set_num_threads(previous)
-    marks = [start, *clock.marks]
-    steps = [b - a for a, b in itertools.pairwise(marks[1:])]
-    tokens = out[:, ids.shape[1] :].tolist()
-    return GenerationTiming("torch", tokens, marks[1] - marks[0], steps)
+    return GenerationTiming("torch", tokens.tolist(), t.ttft_s, list(t.step_s))
 
 
 class _DecoderWithPast(torch.nn.Module):
@@ -218,47 +165,19 @@ def export_onnx(model: Any, directory: str | Path, name: str = "decoder") -> Pat
 
 
 @functools.lru_cache(maxsize=8)
-def _session(path: str, mtime_ns: int, threads: int) -> Any:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = threads
-    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+def _ort_runner(path: str, mtime_ns: int, threads: int, new: int) -> OrtGenerateRunner:
+    return OrtGenerateRunner(Path(path), threads, new)
 
 
 def ort_generate(
     onnx_path: str | Path, prompts: list[list[int]], max_new_tokens: int, threads: int = 1
 ) -> GenerationTiming:
-    """Greedy generation on ONNX Runtime (CPU provider), present fed back as past."""
+    """Greedy generation on ONNX Runtime, present fed back as past: the product's
+    baseline runner (`references.baselines.ort_generate`), its session kept per file."""
     path = Path(onnx_path)
-    sess = _session(str(path), path.stat().st_mtime_ns, threads)
-    past_inputs = [i for i in sess.get_inputs() if i.name.startswith("past_")]
-    outputs = [o.name for o in sess.get_outputs()]
-    ids, mask = _left_pad(prompts, 0)
-    batch = ids.shape[0]
-    # Positions count real tokens only; padded slots get 1, as transformers does.
-    positions = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1).astype(np.int64)
-    feeds: dict[str, np.ndarray] = {
-        i.name: np.zeros((batch, i.shape[1], 0, i.shape[3]), dtype=np.float32) for i in past_inputs
-    }
-    generated: list[np.ndarray] = []
-    marks = [time.perf_counter()]
-    for step in range(max_new_tokens):
-        feeds.update(input_ids=ids, attention_mask=mask, position_ids=positions)
-        logits, *present = sess.run(outputs, feeds)
-        token = logits[:, -1, :].argmax(axis=-1).astype(np.int64)
-        generated.append(token)
-        marks.append(time.perf_counter())
-        if step + 1 == max_new_tokens:
-            break
-        feeds.update(zip((i.name for i in past_inputs), present, strict=True))
-        ids = token[:, None]
-        positions = positions[:, -1:] + 1
-        mask = np.concatenate([mask, np.ones((batch, 1), dtype=np.int64)], axis=1)
-    steps = [b - a for a, b in itertools.pairwise(marks[1:])]
-    tokens = np.stack(generated, axis=1).tolist()
-    return GenerationTiming("ort", tokens, marks[1] - marks[0], steps)
+    runner = _ort_runner(str(path), path.stat().st_mtime_ns, threads, max_new_tokens)
+    tokens, t = runner.generate(prompts)
+    return GenerationTiming("ort", tokens.tolist(), t.ttft_s, list(t.step_s))
 
 
 def _prompts(batch: int, length: int, vocab: int, seed: int = 0) -> list[list[int]]:

@@ -428,7 +428,7 @@ class DecoderSession:
 
 def read_plan(path: Path, store: TrustStore | None = None) -> DecoderPlan:
     """The verified plan of a decoder artifact, without opening its graphs."""
-    plan, _ = _read(path, store, members=False)
+    plan, _, _ = _read(path, store, members=False)
     return plan
 
 
@@ -436,22 +436,23 @@ def load_decoder(
     path: Path, *, store: TrustStore | None = None, meter: MeterConfig | None = METERED
 ) -> DecoderSession:
     """Verify a decoder artifact (module docstring) and open its graphs."""
-    plan, members = _read(path, store, members=True)
+    plan, members, plan_digests = _read(path, store, members=True)
     graphs: dict[str, Session] = {}
     for member, data in members.items():
         where = f"{path}:{member}"
-        inner = read_artifact_bytes(
-            data, where, trust_unsigned=True
-        )  # digest listed in the signed plan
+        # trusted through the signed plan, which lists this member's digest
+        inner = read_artifact_bytes(data, where, trust_unsigned=True)
         _check_graph(plan, member, inner.manifest.inputs, where)
         graphs[member] = open_artifact(Path(where), inner, meter=meter)
-    return DecoderSession(path, plan, graphs, {m: sha256(d) for m, d in members.items()})
+    # the signed plan's digests, each checked against its member's bytes by _read
+    return DecoderSession(path, plan, graphs, dict(plan_digests))
 
 
 def _read(
     path: Path, store: TrustStore | None, members: bool
-) -> tuple[DecoderPlan, dict[str, bytes]]:
-    """The signed plan, and (with `members`) each graph's bytes, digests checked."""
+) -> tuple[DecoderPlan, dict[str, bytes], dict[str, str]]:
+    """The signed plan, (with `members`) each graph's bytes, digests checked, and the
+    plan's member digests."""
     where = str(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such artifact")
@@ -482,7 +483,7 @@ def _read(
                     raise IntegrityError(f"{path}: member {member} was altered")
     except (OSError, zipfile.BadZipFile, KeyError) as err:
         raise IntegrityError(f"{path}: damaged decoder artifact ({err})") from None
-    return plan, data
+    return plan, data, {str(k): str(v) for k, v in digests.items()}
 
 
 def _check_graph(plan: DecoderPlan, member: str, inputs: Sequence[Any], where: str) -> None:

@@ -92,6 +92,7 @@ def run_llm_bench(
 ) -> BenchRun:
     from luminal.compiler.artifact import file_sha256
     from luminal.compiler.llm.decoder import load_decoder
+    from luminal.compiler.llm.sampling import Sampling
     from luminal.references.baselines.transformers_generate import open_generate
 
     if not req.target.is_file():
@@ -113,7 +114,7 @@ def run_llm_bench(
         raise UsageError(f"--batch {batch}: the artifact runs 1 to {plan.batch} sequences")
     if req.prompt < 1 or req.new_tokens < 1:
         raise UsageError("--prompt and --new-tokens must be >= 1")
-    session.begin([[0] * req.prompt] * batch, req.new_tokens, _greedy())  # a one-line error now
+    session.begin([[0] * req.prompt] * batch, req.new_tokens, Sampling())  # a one-line error now
     if progress:
         progress("loading the baseline", 0.0, str(req.model))
     if req.baseline == "torch":
@@ -199,12 +200,6 @@ def run_llm_bench(
     )
     subjects.append({"name": "inputs", "digest": {"sha256": sets.digest}})
     return BenchRun(data, subjects, [req.target])
-
-
-def _greedy() -> Any:
-    from luminal.compiler.llm.sampling import Sampling
-
-    return Sampling()
 
 
 def _phases(

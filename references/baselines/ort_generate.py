@@ -12,7 +12,9 @@ The export's interface is read from its names (the `transformers`/optimum conven
 `open_ort_generate(path, threads, new_tokens)` returns an `OrtGenerateRunner` with the
 interface of `transformers_generate.GenerateRunner`: a call generates `new_tokens` greedy
 tokens per row of `input_ids` (no EOS stop); `timed` also returns the time to first token
-and every later step.  ONNX Runtime runs with every optimization, the CPU provider and
+and every later step, and `generate(prompts)` takes prompts of different lengths,
+left-padded, positions counting real tokens only (padded slots get 1, as `transformers`
+does).  ONNX Runtime runs with every optimization, the CPU provider and
 `threads` intra-op threads.
 """
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from luminal.errors import UsageError
 from luminal.references.baselines.base import Feeds, Outputs
-from luminal.references.baselines.transformers_generate import StepTimes
+from luminal.references.baselines.transformers_generate import StepTimes, left_pad
 
 __all__ = ["OrtGenerateRunner", "open_ort_generate"]
 
@@ -96,29 +98,37 @@ class OrtGenerateRunner:
         }
 
     def __call__(self, feeds: Feeds) -> Outputs:
-        return {"tokens": self._generate(np.asarray(feeds["input_ids"], np.int64), None)}
+        ids = np.asarray(feeds["input_ids"], np.int64)
+        return {"tokens": self._generate(ids, np.ones_like(ids), None)}
 
     def timed(self, input_ids: np.ndarray) -> tuple[np.ndarray, StepTimes]:
+        ids = np.asarray(input_ids, np.int64)
+        return self._timed(ids, np.ones_like(ids))
+
+    def generate(self, prompts: list[list[int]]) -> tuple[np.ndarray, StepTimes]:
+        """Prompts of any lengths, left-padded: the tokens and their times."""
+        return self._timed(*left_pad(prompts, 0))
+
+    def _timed(self, ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, StepTimes]:
         marks: list[float] = []
         t0 = time.perf_counter()
-        tokens = self._generate(np.asarray(input_ids, np.int64), marks)
+        tokens = self._generate(ids, mask, marks)
         steps = tuple(b - a for a, b in itertools.pairwise(marks))
         return tokens, StepTimes(marks[0] - t0, steps)
 
-    def _generate(self, ids: np.ndarray, marks: list[float] | None) -> np.ndarray:
-        batch, seq = ids.shape
+    def _generate(self, ids: np.ndarray, mask: np.ndarray, marks: list[float] | None) -> np.ndarray:
+        batch = ids.shape[0]
         feeds: dict[str, np.ndarray] = {
             n: np.zeros((batch, self.kv_heads, 0, self.head_dim), np.float32) for n in self.past
         }
-        mask = np.ones((batch, seq), np.int64)
-        positions = np.broadcast_to(np.arange(seq, dtype=np.int64), (batch, seq))
+        positions = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1).astype(np.int64)
         out = np.empty((batch, self.new_tokens), np.int64)
         for step in range(self.new_tokens):
             feeds["input_ids"] = ids
             if self.mask:
                 feeds["attention_mask"] = mask
             if self.positions:
-                feeds["position_ids"] = np.ascontiguousarray(positions)
+                feeds["position_ids"] = positions
             logits, *present = self.session.run(self.outputs, feeds)
             token = logits[:, -1, :].argmax(-1).astype(np.int64)
             out[:, step] = token
@@ -127,7 +137,7 @@ class OrtGenerateRunner:
             feeds.update(zip(self.past, present, strict=True))
             ids = token[:, None]
             positions = positions[:, -1:] + 1
-            mask = np.ones((batch, mask.shape[1] + 1), np.int64)
+            mask = np.concatenate([mask, np.ones((batch, 1), np.int64)], axis=1)
         return out
 
 
