@@ -18,6 +18,13 @@ and a subgraph that only resembles it (rewritten by the search, say) is not matc
 keeps its primitive code, which computes the same value.  One difference, in the sign of
 a zero only: `rintf(-0.4)` is -0.0, as numpy's `rint` and ONNX's Round give it, where the
 primitive chain gives +0.0; the values compare equal.
+
+A clamp is matched by its structure instead, since its bounds are any two constants:
+`compose.math.clip` is MAX(x, lo) then the minimum WHERE(hi < m, hi, m).  In C the two
+selects in a row compile to a branch on the sign of x for a ReLU6 (the path where the max
+gives `lo` is threaded past the minimum): taken half the time on a convolution's output,
+that branch cost ~1.1 ms of mobilenet_v2's 0.3 ms first convolution.  `Clamp` lets a
+backend compute both bounds without it.
 """
 
 from __future__ import annotations
@@ -49,6 +56,16 @@ class IdiomMatch:
     x: int  # the graph node the composite is applied to
 
 
+@dataclass(frozen=True)
+class Clamp:
+    """WHERE(hi < MAX(x, lo), hi, MAX(x, lo)) with constants lo < hi: x within [lo, hi],
+    NaN staying NaN."""
+
+    x: int
+    lo: float
+    hi: float
+
+
 @dataclass
 class Idioms:
     """Matches against one graph; templates are built once per (idiom, shape, dtype)."""
@@ -69,6 +86,23 @@ class Idioms:
             bound: dict[str, int] = {}
             if _same(self.graph, i, template, out, bound, {}):
                 return IdiomMatch(idiom, bound["x"])
+        return None
+
+    def clamp(self, i: int) -> Clamp | None:
+        """The clamp node `i` computes (an f32 clip with both bounds constant), else None."""
+        g = self.graph
+        node = g.nodes[i]
+        if node.op is not Op.WHERE or node.dtype is not DType.F32:
+            return None
+        c, hi_node, m = node.src
+        cmp, mx = g.nodes[c], g.nodes[m]
+        if cmp.op is not Op.CMPLT or cmp.src != (hi_node, m) or mx.op is not Op.MAX:
+            return None
+        hi = _scalar(g, hi_node)
+        for x, lo_node in (mx.src, mx.src[::-1]):
+            lo = _scalar(g, lo_node)
+            if lo is not None and hi is not None and lo < hi:  # False for a NaN bound
+                return Clamp(x, lo, hi)
         return None
 
     def _template(self, idiom: Idiom, shape: tuple[int, ...], dtype: DType) -> tuple[Graph, int]:
@@ -100,6 +134,17 @@ def _same(
     return ok
 
 
+def _scalar(g: Graph, i: int) -> float | None:
+    """The one value of a constant broadcast through views, else None."""
+    node = g.nodes[i]
+    while node.op in (Op.RESHAPE, Op.EXPAND, Op.PERMUTE):
+        node = g.nodes[node.src[0]]
+    if node.op is not Op.CONST:
+        return None
+    a = np.asarray(g.consts[node.arg])
+    return float(a.reshape(-1)[0]) if a.size == 1 else None
+
+
 def _node_alike(g: Graph, n: Node, t: Graph, tn: Node) -> bool:
     if (n.op, n.dtype, n.shape, len(n.src)) != (tn.op, tn.dtype, tn.shape, len(tn.src)):
         return False
@@ -109,4 +154,4 @@ def _node_alike(g: Graph, n: Node, t: Graph, tn: Node) -> bool:
     return bool(n.arg == tn.arg)
 
 
-__all__ = ["Idiom", "IdiomMatch", "Idioms"]
+__all__ = ["Clamp", "Idiom", "IdiomMatch", "Idioms"]

@@ -48,6 +48,10 @@ static inline double lum_maxd(double a, double b) { return (a != a || a > b) ? a
 #pragma omp declare reduction(lum_maxd : double : omp_out = lum_maxd(omp_out, omp_in)) initializer(omp_priv = -INFINITY)
 static inline float lum_bits_f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int32_t lum_f_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
+/* x within [lo, hi] (lo < hi), NaN kept, as a clip's max then min computes it (the sign
+   of a zero included), both selects as bit masks: written as ?: GCC branches on them */
+static inline float lum_selectf(int32_t c, float a, float b) { return lum_bits_f((-c & lum_f_bits(a)) | ((c - 1) & lum_f_bits(b))); }
+static inline float lum_clampf(float x, float lo, float hi) { const float t = lum_selectf(hi < x, hi, x); return lum_selectf(t <= lo, lo, t); }
 /* 2^x = 2^n 2^f, n = rint(x), |f| <= 1/2; 2^f by Cephes' exp2f polynomial (rel. error
    1.7e-7); 2^n applied in two halves so n in [-151, 129] never leaves the normal range. */
 static inline float lum_exp2f(float x) {

@@ -700,6 +700,9 @@ class _Body:
             return self.value(data, didx)
         if node.op is Op.CAST and (x := self._f16_round_trip(i)) is not None:
             return self.emit(t, f"lum_round_f16({self.value(x, idx)})")
+        if node.op is Op.WHERE and (clamp := w.idioms.clamp(i)) is not None:
+            lo, hi = (cexpr.literal(v, DType.F32) for v in (clamp.lo, clamp.hi))
+            return self.emit(t, f"lum_clampf({self.value(clamp.x, idx)}, {lo}, {hi})")
         if node.op is Op.WHERE and (hit := w.idioms.match(i)) is not None:
             return self.emit(t, f"{_IDIOM_C[hit.idiom, node.dtype]}({self.value(hit.x, idx)})")
         args = [self.value(s, idx) for s in node.src]

@@ -14,7 +14,7 @@ from luminal.compiler.backends.cpu.codegen import generate, options_for
 from luminal.compiler.backends.idioms import Idiom, Idioms
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.frontend.compose import special
-from luminal.compiler.ir import DType, GraphBuilder, Op, interpreter
+from luminal.compiler.ir import DType, Graph, GraphBuilder, Op, interpreter
 from luminal.compiler.schedule import schedule
 from tests.helpers.compiled import compile_and_run
 
@@ -61,3 +61,51 @@ def test_compiled_rounding_equals_the_interpreter_at_ties_and_edges(dtype, tmp_p
     np.testing.assert_array_equal(got["even"], np.rint(feeds["x"]))
     np.testing.assert_array_equal(np.signbit(got["even"]), np.signbit(np.rint(feeds["x"])))
     np.testing.assert_array_equal(got["floor"], np.floor(feeds["x"]))
+
+
+CLAMP_EDGES = [-0.0, 0.0, 6.0, -6.0, 5.999999, 6.000001, 1e-40, -1e-40, 3.0]
+CLAMP_EDGES += [np.inf, -np.inf, np.nan, 1e30, -1e30]
+
+
+def _clip(lo: float, hi: float, n: int) -> Graph:
+    b = GraphBuilder()
+    x = b.input("x", (n,), DType.F32)
+    return b.build({"r": m.clip(b, x, m.like(b, lo, x), m.like(b, hi, x))})
+
+
+def test_a_clip_with_constant_bounds_is_a_clamp_of_its_input() -> None:
+    g = _clip(0.0, 6.0, 4)
+    hit = Idioms(g).clamp(g.outputs[0][1])
+    assert hit is not None and (hit.x, hit.lo, hit.hi) == (g.inputs[0][1], 0.0, 6.0)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(6.0, 0.0), (2.0, 2.0), (np.nan, 6.0)])
+def test_a_clip_whose_bounds_cross_or_are_nan_is_not_a_clamp(lo: float, hi: float) -> None:
+    """lo > hi, lo == hi or a NaN bound: the max-then-min order matters there."""
+    g = _clip(lo, hi, 4)
+    assert Idioms(g).clamp(g.outputs[0][1]) is None
+
+
+def test_a_minimum_of_two_inputs_is_not_a_clamp() -> None:
+    b = GraphBuilder()
+    x, z = b.input("x", (4,), DType.F32), b.input("z", (4,), DType.F32)
+    g = b.build({"r": m.minimum(b, m.maximum(b, x, m.like(b, 0.0, x)), z)})
+    assert Idioms(g).clamp(g.outputs[0][1]) is None
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 6.0), (-1.0, 1.0), (-6.0, -0.0)])
+def test_compiled_clamp_equals_the_interpreter_bit_for_bit(
+    lo: float, hi: float, tmp_path: Path
+) -> None:
+    """Every edge (NaN, infinities, the bounds, signed zeros, denormals) and a random
+    spread: the same bits as the primitive max-then-min, the sign of zero included."""
+    rng = np.random.default_rng(0)
+    values = np.concatenate(
+        [np.array(CLAMP_EDGES, np.float32), rng.normal(0, 4, 64).astype(np.float32)]
+    )
+    g = _clip(lo, hi, len(values))
+    source = generate(schedule(g), options_for(("avx2", "fma"), openmp=False))
+    assert "lum_clampf(" in source
+    feeds = {"x": values}
+    got, want = compile_and_run(g, feeds, tmp_path)["r"], interpreter.run(g, feeds)["r"]
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
