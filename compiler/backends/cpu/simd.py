@@ -26,6 +26,9 @@ class Isa:
     fused: bool
     loadn: str = ""  # LUM_VLOADN(p, n): the first n lanes (0 <= n <= width), the rest zero
     gathern: str = ""  # LUM_VGATHERN(p, s, n): p[0], p[s], ... for n lanes, the rest zero
+    # LUM_VLOADEVEN(p): p[0], p[2], ..., p[2 * (width - 1)], what a full gather of stride 2
+    # reads, as one load, one masked load (never past its last element) and a shuffle
+    loadeven: str = ""
 
     def macros(self) -> str:
         if not self.name:
@@ -40,6 +43,7 @@ class Isa:
             f"#define LUM_VFMA(a, b, c) {self.fma}\n"
         ) + (
             f"#define LUM_VLOADN(p, n) {self.loadn}\n#define LUM_VGATHERN(p, s, n) {self.gathern}\n"
+            f"#define LUM_VLOADEVEN(p) {self.loadeven}\n"
             if self.loadn
             else ""
         )
@@ -71,6 +75,9 @@ AVX512 = Isa(
     "_mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)((1u << (n)) - 1u), "
     "_mm512_mullo_epi32(_mm512_set1_epi32((int)(s)), "
     "_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4)",
+    "_mm512_permutex2var_ps(_mm512_loadu_ps(p), "
+    "_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), "
+    "_mm512_maskz_loadu_ps((__mmask16)0x7fff, (p) + 16))",
 )
 AVX2 = Isa(
     "avx2",
@@ -85,6 +92,10 @@ AVX2 = Isa(
     True,
     _AVX2_LOADN,
     _AVX2_GATHERN,
+    # [a0 a2 b0 b2 | a4 a6 b4 b6] from the two halves, then the 64-bit pairs in order
+    "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps("
+    "_mm256_loadu_ps(p), _mm256_maskload_ps((p) + 8, "
+    "_mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0)), 0x88)), 0xd8))",
 )
 AVX = Isa(
     "avx",

@@ -1,6 +1,6 @@
 """The stencil contraction (a depthwise convolution's product, `stencil.py`), compiled and
 run natively, against the reference interpreter: stride 1 and 2, 3x3 to 7x7 windows,
-rows shorter than a vector, rows that leave a masked tail, bias and ReLU epilogues,
+rows shorter than a vector, rows that leave a masked tail, full strided blocks, bias and ReLU epilogues,
 threads on and off, on every vector ISA this machine has; and `legal` only for the
 stencil shape (not a dense convolution or a matmul)."""
 
@@ -52,6 +52,7 @@ def _contractions(sched: Schedule) -> list[Kernel]:
         (5, 14, 14, 3, 1),
         (4, 9, 37, 3, 1),  # full blocks and a masked tail
         (6, 12, 56, 3, 2),  # strided: gathers
+        (4, 6, 130, 3, 2),  # strided full blocks (even lanes of two loads), a gathered tail
         (3, 11, 13, 5, 2),
         (2, 8, 21, 7, 1),
     ],
@@ -69,7 +70,9 @@ def test_stencil_matches_reference(
     assert Variant(impl="stencil") in candidates(sched, kernel, FEATURES)
     variants = {kernel.name: Variant(impl="stencil", parallel=parallel)}
     options = codegen.options_for(FEATURES, True, simd=isa, variants=variants)
-    assert "LUM_VLOADN" in codegen.generate(sched, options)
+    source = codegen.generate(sched, options)
+    assert "LUM_VLOADN" in source
+    assert ("LUM_VLOADEVEN(ar" in source) == (stride == 2)
     rng = np.random.default_rng(1)
     feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
