@@ -383,18 +383,26 @@ class _KernelWriter:
         out.append(ind + f"}} else for (int64_t j = 0; j < {width}; j++) o[j] = {fill};")
         self._close(out, outer, depth)
 
-    def _store(self, out: list[str], depth: int, flat: Lin, value: str, t: str) -> None:
+    def _store(
+        self, out: list[str], depth: int, flat: Lin, value: str, t: str, dest: str | None = None
+    ) -> None:
         """Store a reduction's result: straight into `out`, or through the fused epilogue,
-        whose reads of the reduction (all at this element) become `value`."""
+        whose reads of the reduction (all at this element) become `value`; into `dest`
+        instead of `out` when given (a tile of epilogue values, stored afterwards)."""
         if self.k.reduction is None:
-            out.append("    " * depth + f"out[{flat.c()}] = ({t}){value};")
+            out.append("    " * depth + f"{dest or f'out[{flat.c()}]'} = ({t}){value};")
             return
         enode = self.g.nodes[self.k.node]
         eidx = unflatten(flat, enode.shape)
         body = _Body(self, depth, {self.k.reduction: f"(({t}){value})"})
         v = body.value(self.k.node, eidx, top=True)
         out.extend(body.lines)
-        out.append("    " * depth + f"out[{row_major(eidx, enode.shape).c()}] = {v};")
+        target = dest or f"out[{row_major(eidx, enode.shape).c()}]"
+        out.append("    " * depth + f"{target} = {v};")
+
+    @property
+    def has_epilogue(self) -> bool:
+        return self.k.reduction is not None
 
     def _reduce(self, out: list[str]) -> None:
         node = self.g.nodes[self.k.reduction if self.k.reduction is not None else self.k.node]

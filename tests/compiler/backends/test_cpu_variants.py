@@ -26,7 +26,8 @@ ISA = simd.isa_for(FEATURES)
 def _suite() -> Graph:
     """One graph holding a kernel of each shape of interest, sizes not multiples of any
     tile: a ragged matmul, attention (q @ k^T and probs @ v through permutes), a strided
-    3x3 convolution, matmul + bias + erf-GELU and + tanh-GELU epilogues, a contraction
+    3x3 convolution, a convolution with a residual, SiLU and clip epilogue, matmul + bias +
+    erf-GELU and + tanh-GELU epilogues, a contraction
     whose reduction is split by a permute (K read through an offset table), softmax."""
     rng = np.random.default_rng(0)
     b = GraphBuilder()
@@ -50,6 +51,12 @@ def _suite() -> Graph:
         b, C.conv(b, img, w(13, 5, 3, 3), w(13), (2, 2), ((1, 1), (1, 1)), (1, 1))
     )
     outs["conv1"] = C.conv(b, img, w(20, 5, 1, 1), None, (1, 1), ((0, 0), (0, 0)), (1, 1))
+    # an NCHW epilogue reading another tensor and calling exp2 (residual + SiLU), with a
+    # clip after it: computed along the tile's rows, stored by channel afterwards
+    skip = b.input("skip", (1, 17, 11, 11), DType.F32)
+    res = m.add(b, C.conv(b, img, w(17, 5, 3, 3), w(17), (1, 1), ((1, 1), (1, 1)), (1, 1)), skip)
+    act = m.mul(b, res, m.sigmoid(b, res))
+    outs["conv_silu"] = m.clip(b, act, m.like(b, -0.25, act), m.like(b, 2.0, act))
     h = C.gemm(b, x, w(70, 50), w(50))
     outs["gelu"] = m.gelu(b, h)
     outs["gelu_tanh"] = m.gelu(b, C.matmul(b, x, w(70, 21)), "tanh")
@@ -72,10 +79,13 @@ def suite() -> tuple[Graph, Schedule, dict[str, np.ndarray], dict[str, np.ndarra
     return g, schedule(g), feeds, reference.run(g, feeds)
 
 
-def _check(sched: Schedule, feeds, want, options: codegen.CodegenOptions) -> None:  # type: ignore[no-untyped-def]
-    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+def _check(sched: Schedule, feeds, want, options: codegen.CodegenOptions) -> str:  # type: ignore[no-untyped-def]
+    """Compare every output; the library's source, for what it was built from."""
+    lib = NativeLibrary.build(sched, options, FLAGS)
+    got = lib.run(feeds)
     for name, expect in want.items():
         np.testing.assert_allclose(got[name], expect, rtol=1e-4, atol=1e-5, err_msg=name)
+    return lib.source
 
 
 def _contractions(sched: Schedule) -> list[str]:
@@ -88,7 +98,8 @@ def _all(sched: Schedule, variant: Variant) -> dict[str, Variant]:
 
 def test_default_variant(suite) -> None:  # type: ignore[no-untyped-def]
     _, sched, feeds, want = suite
-    _check(sched, feeds, want, codegen.options_for(FEATURES, True))
+    source = _check(sched, feeds, want, codegen.options_for(FEATURES, True))
+    assert "etile[" in source and "lum_clampf(" in source  # NCHW epilogues, by rows
 
 
 @pytest.mark.parametrize("tile", gemm.tiles(FEATURES), ids=lambda t: f"{t[0]}x{t[1]}")
