@@ -27,8 +27,10 @@ class Isa:
     loadn: str = ""  # LUM_VLOADN(p, n): the first n lanes (0 <= n <= width), the rest zero
     gathern: str = ""  # LUM_VGATHERN(p, s, n): p[0], p[s], ... for n lanes, the rest zero
     # LUM_VLOADEVEN(p): p[0], p[2], ..., p[2 * (width - 1)], what a full gather of stride 2
-    # reads, as one load, one masked load (never past its last element) and a shuffle
+    # reads, as one load, one masked load (never past its last element) and a shuffle;
+    # LUM_VLOADEVENN(p, n): the first n of those lanes, the rest zero (two masked loads)
     loadeven: str = ""
+    loadevenn: str = ""
 
     def macros(self) -> str:
         if not self.name:
@@ -44,6 +46,7 @@ class Isa:
         ) + (
             f"#define LUM_VLOADN(p, n) {self.loadn}\n#define LUM_VGATHERN(p, s, n) {self.gathern}\n"
             f"#define LUM_VLOADEVEN(p) {self.loadeven}\n"
+            f"#define LUM_VLOADEVENN(p, n) {self.loadevenn}\n"
             if self.loadn
             else ""
         )
@@ -59,6 +62,30 @@ _AVX2_GATHERN = (
     "_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), "
     f"_mm256_castsi256_ps({_AVX2_MASK}), 4)"
 )
+
+
+def _avx512_mask(count: str) -> str:
+    """The first `count` lanes (none when it is not positive, all 16 from 16 up)."""
+    c = f"(int64_t)({count})"
+    return f"(__mmask16)({c} <= 0 ? 0u : {c} >= 16 ? 0xffffu : (1u << {c}) - 1u)"
+
+
+def _avx2_mask(count: str) -> str:
+    return (
+        f"_mm256_cmpgt_epi32(_mm256_set1_epi32((int)({count})), "
+        "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))"
+    )
+
+
+def _avx2_even(first: str, second_count: str) -> str:
+    """Even lanes of `first` and of the masked load of p + 8 (`second_count` lanes):
+    [a0 a2 b0 b2 | a4 a6 b4 b6] by one shuffle, then the 64-bit pairs in order."""
+    second = f"_mm256_maskload_ps((p) + 8, {_avx2_mask(second_count)})"
+    return (
+        "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd("
+        f"_mm256_shuffle_ps({first}, {second}, 0x88)), 0xd8))"
+    )
+
 
 AVX512 = Isa(
     "avx512",
@@ -78,6 +105,9 @@ AVX512 = Isa(
     "_mm512_permutex2var_ps(_mm512_loadu_ps(p), "
     "_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), "
     "_mm512_maskz_loadu_ps((__mmask16)0x7fff, (p) + 16))",
+    "_mm512_permutex2var_ps(_mm512_maskz_loadu_ps(" + _avx512_mask("2 * (n) - 1") + ", p), "
+    "_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), "
+    "_mm512_maskz_loadu_ps(" + _avx512_mask("2 * (n) - 17") + ", (p) + 16))",
 )
 AVX2 = Isa(
     "avx2",
@@ -92,10 +122,8 @@ AVX2 = Isa(
     True,
     _AVX2_LOADN,
     _AVX2_GATHERN,
-    # [a0 a2 b0 b2 | a4 a6 b4 b6] from the two halves, then the 64-bit pairs in order
-    "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps("
-    "_mm256_loadu_ps(p), _mm256_maskload_ps((p) + 8, "
-    "_mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0)), 0x88)), 0xd8))",
+    _avx2_even("_mm256_loadu_ps(p)", "7"),
+    _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
 )
 AVX = Isa(
     "avx",

@@ -154,8 +154,8 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
                     load = f"LUM_VLOAD({at})" if full else f"LUM_VLOADN({at}, n{v})"
                 elif sa == 2 and full:
                     load = f"LUM_VLOADEVEN({at})"
-                elif sa == 2:  # a tail block's full vectors too
-                    load = f"(n{v} == {VW} ? LUM_VLOADEVEN({at}) : LUM_VGATHERN({at}, 2, n{v}))"
+                elif sa == 2:  # a tail block: masked loads of the elements it spans
+                    load = f"LUM_VLOADEVENN({at}, n{v})"
                 else:
                     load = f"LUM_VGATHERN({at}, {sa}, {VW if full else f'n{v}'})"
                 out.append(f"{i3}        {acc[r][v]} = LUM_VFMA(s, {load}, {acc[r][v]});")
