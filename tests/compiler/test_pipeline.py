@@ -216,7 +216,12 @@ def test_run_compiles_a_model_file_on_the_fly(suite_onnx, cli) -> None:  # type:
     assert data["engine"] == "compiled" and data["parity"]["ok"]
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "encoder", "gpt"])
+@pytest.mark.parametrize(
+    "name",
+    # the transformers through the torch frontend run in the slow suite; by default they
+    # are covered through ONNX here and through torch.compile in tests/integrations
+    ["mlp", "cnn", *(pytest.param(n, marks=pytest.mark.slow) for n in ("encoder", "gpt"))],
+)
 def test_suite_model_compiles_from_pytorch_and_matches_onnxruntime(
     name, suite_onnx, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]

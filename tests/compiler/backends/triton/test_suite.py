@@ -63,7 +63,7 @@ def test_suite_model_matches_the_reference(name: str, kind: str, suite_case) -> 
     assert_matches(got, want)
 
 
-@pytest.mark.parametrize("name", ["encoder", "gpt"])
+@pytest.mark.parametrize("name", ["encoder", pytest.param("gpt", marks=pytest.mark.slow)])
 def test_the_rewritten_suite_model_matches_too(name: str, suite_case) -> None:  # type: ignore[no-untyped-def]
     """`--budget` rewrites the graph before any backend sees it (fused Q/K/V, softmax
     normalised after P@V): the Triton program of the rewritten graph still matches the
