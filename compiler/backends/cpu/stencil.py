@@ -21,9 +21,11 @@ The accumulators are explicit vector registers (`simd.py`'s macros): written as 
 loop over an accumulator array for the compiler to vectorize, GCC kept the array in
 memory and the kernel ran at 3-5 GFLOP/s against 24-41 with registers (3x3, 144 x 56 x 56,
 one thread).  The last, shorter block uses masked loads, which never read past the row; a
-strided convolution's loads are gathers, except a full vector of stride 2, which loads the
-two vectors it spans and keeps the even lanes (`LUM_VLOADEVEN`): a gather of 16 lanes is
-16 loads (mobilenet_v2's 96-channel 112 -> 56 depthwise convolution: 1.19 -> 0.65 ms).
+strided convolution's loads are gathers, except at stride 2, where a vector loads the two
+vectors it spans (masked: never past the last element it uses) and keeps the even lanes
+(`LUM_VLOADEVEN`, `LUM_VLOADEVENN` for a tail): a gather of 16 lanes is 16 loads
+(mobilenet_v2's 96-channel 112 -> 56 depthwise convolution: 1.19 -> 0.53 ms with full
+vectors only, 0.54 -> 0.35 ms with a SiLU once tails load this way too).
 """
 
 from __future__ import annotations
