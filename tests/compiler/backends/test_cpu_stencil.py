@@ -1,6 +1,7 @@
 """The stencil contraction (a depthwise convolution's product, `stencil.py`), compiled and
 run natively, against the reference interpreter: stride 1 and 2, 3x3 to 7x7 windows,
-rows shorter than a vector, rows that leave a masked tail, full strided blocks, bias and ReLU epilogues,
+rows shorter than a vector, rows that leave a masked tail, full strided blocks, bias and ReLU epilogues, SiLU with a
+residual read along the row,
 threads on and off, on every vector ISA this machine has; and `legal` only for the
 stencil shape (not a dense convolution or a matmul)."""
 
@@ -27,7 +28,14 @@ ISAS = [isa.name for isa in (simd.AVX2, simd.AVX512) if _BEST.loadn and isa.widt
 
 
 def _conv_graph(
-    c: int, h: int, w: int, *, k: int = 3, stride: int = 1, groups: int | None = None
+    c: int,
+    h: int,
+    w: int,
+    *,
+    k: int = 3,
+    stride: int = 1,
+    groups: int | None = None,
+    residual: bool = False,
 ) -> Graph:
     rng = np.random.default_rng(c * 100 + h * 10 + k)
     groups = c if groups is None else groups
@@ -37,7 +45,13 @@ def _conv_graph(
     bias = b.const((rng.standard_normal(c) * 0.2).astype(np.float32))
     pad = k // 2
     y = C.conv(b, img, wt, bias, (stride, stride), ((pad, pad), (pad, pad)), (1, 1), groups)
-    return b.build({"o": m.relu(b, y)})
+    if not residual:
+        return b.build({"o": m.relu(b, y)})
+    # SiLU, then a residual read at the output's own element: an epilogue that reads
+    # another tensor (along the row, where a tail block's dropped lanes must not read
+    # past it) and calls exp2
+    res = b.input("res", y.shape, DType.F32)
+    return b.build({"o": m.add(b, m.mul(b, y, m.sigmoid(b, y)), res)})
 
 
 def _contractions(sched: Schedule) -> list[Kernel]:
@@ -60,10 +74,11 @@ def _contractions(sched: Schedule) -> list[Kernel]:
 )
 @pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
 @pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("residual", [False, True], ids=["relu", "silu-residual"])
 def test_stencil_matches_reference(
-    c: int, h: int, w: int, k: int, stride: int, parallel: bool, isa: str
+    c: int, h: int, w: int, k: int, stride: int, parallel: bool, isa: str, residual: bool
 ) -> None:
-    g = _conv_graph(c, h, w, k=k, stride=stride)
+    g = _conv_graph(c, h, w, k=k, stride=stride, residual=residual)
     sched = schedule(g)
     (kernel,) = _contractions(sched)
     assert stencil.legal(sched, kernel, simd.ISAS[isa])
@@ -73,6 +88,11 @@ def test_stencil_matches_reference(
     source = codegen.generate(sched, options)
     assert "LUM_VLOADN" in source
     assert ("LUM_VLOADEVEN(ar" in source) == (stride == 2)
+    # the epilogue's loop along the row has a constant trip count (a tail: over the
+    # whole block, then the valid part copied)
+    row, lanes = g.nodes[g.outputs[0][1]].shape[-1], simd.ISAS[isa].width
+    block = min(stencil.BLOCK // lanes, -(-row // lanes)) * lanes
+    assert ("float etile[" in source) == (row % block != 0)
     rng = np.random.default_rng(1)
     feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
