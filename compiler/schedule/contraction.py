@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luminal.compiler.ir import Graph, Op
-from luminal.compiler.schedule.indexing import row_major, split_loops, trace_load
+from luminal.compiler.schedule.indexing import merge_loops, row_major, split_loops, trace_load
 from luminal.compiler.schedule.symbolic import Lin, Var
 
 
@@ -53,6 +53,7 @@ def contraction_loops(graph: Graph, mat: frozenset[int], i: int) -> ContractionL
     loops, reduced, (xo, yo, out) = split_loops(loops, reduced, [xo, yo, out])
     if not (xo.is_affine and yo.is_affine and out.is_affine):
         return None
+    loops, reduced, (xo, yo, out) = merge_loops(loops, reduced, [xo, yo, out])
     return ContractionLoops(tuple(loops), reduced, (xb, xo), (yb, yo), out)
 
 
@@ -71,7 +72,8 @@ def plans(graph: Graph, cl: ContractionLoops, most: int = 3) -> tuple[Contractio
     distinct `n`: which one runs faster depends on what the rule cannot see (how the output
     is stored, how long the reduction is), so the search measures them; a convolution's
     1x1 product with a short reduction runs several times faster with `n` along the output
-    row (contiguous stores) than along the output channels."""
+    positions (contiguous stores; one loop, `indexing.merge_loops`) than along the output
+    channels."""
     outs = [v for v in cl.loops if v not in cl.reduced]
     scored = []
     for n in outs:

@@ -138,6 +138,32 @@ def split_loops(
     return loops, frozenset(red & set(loops)), exprs
 
 
+def merge_loops(
+    loops: Sequence[Var], reduced: frozenset[Var], exprs: Sequence[Lin]
+) -> tuple[list[Var], frozenset[Var], list[Lin]]:
+    """Merge adjacent loop variables (outer u, inner v; both reduced or both not) that
+    every index steps through as one: coeff(u) == coeff(v) * v.size in each, so
+    u * v.size + v is one variable w and every index reads c * w.  A 1x1 convolution's
+    output positions (oh, ow) then form one output loop as long as the image: a
+    column tile along it is full width (an output row of 28 filled 28 of 32 lanes, and
+    each row tile packed its Y panel anew) and the product is one matrix, not a batch of
+    row-sized ones.  Exact for affine indices (the caller's): no division is introduced."""
+    loops, exprs, red = list(loops), list(exprs), set(reduced)
+    k = 0
+    while k + 1 < len(loops):
+        u, v = loops[k], loops[k + 1]
+        if (u in red) != (v in red) or any(e.coeff(u) != e.coeff(v) * v.size for e in exprs):
+            k += 1
+            continue
+        w = Var(f"{u.name}_{v.name}", u.size * v.size)
+        sub = {u: Lin(), v: Lin.of(w)}
+        exprs = [e.substitute(sub) for e in exprs]
+        loops[k : k + 2] = [w]
+        if u in red:
+            red |= {w}
+    return loops, frozenset(red & set(loops)), exprs
+
+
 def loads_of(
     graph: Graph, mat: frozenset[int], root: int, target: int, idx: Index
 ) -> list[Lin] | None:

@@ -67,7 +67,8 @@ class Lin:
         coeffs = dict(self.terms)
         for atom, c in o.terms:
             coeffs[atom] = coeffs.get(atom, 0) + c
-        return Lin(_sorted(coeffs), self.const + o.const)
+        const = _recombine(coeffs, self.const + o.const)
+        return Lin(_sorted(coeffs), const)
 
     def __mul__(self, k: int) -> Lin:
         if k == 0:
@@ -159,6 +160,32 @@ def mod(x: Lin, d: int) -> Lin:
         # (d*e + r) % (d) where r = k*(y // m)... leave as one modulo of the reduced sum
         return Lin.of(Mod(rest, d))
     return Lin.of(Mod(x, d))
+
+
+def _recombine(coeffs: dict[Atom, int], const: int) -> int:
+    """Fold c*d*(x // d) + c*(x % d) back into c*x, in place (returns the new constant):
+    a row-major offset of an index unflattened into a shape (`d*(i // d) + i % d`) is
+    the flat index again, with no division left for the code to compute.  Exact in C's
+    truncating arithmetic as in floor arithmetic: x == (x / d) * d + x % d."""
+    changed = True
+    while changed:
+        changed = False
+        for atom, c in list(coeffs.items()):
+            if not c or not isinstance(atom, Mod):
+                continue
+            quotient = floordiv(atom.x, atom.d)
+            if quotient.const or len(quotient.terms) != 1 or quotient.terms[0][1] != 1:
+                continue
+            div = quotient.terms[0][0]
+            if coeffs.get(div, 0) != c * atom.d:
+                continue
+            del coeffs[atom], coeffs[div]
+            for a, k in atom.x.terms:
+                coeffs[a] = coeffs.get(a, 0) + c * k
+            const += c * atom.x.const
+            changed = True
+            break
+    return const
 
 
 def _nonneg_atoms(x: Lin) -> bool:

@@ -37,7 +37,7 @@ def _contraction(sched: Schedule) -> Kernel:
     return k
 
 
-def test_a_pointwise_conv_may_also_run_along_the_output_row() -> None:
+def test_a_pointwise_conv_runs_along_the_positions_or_the_channels() -> None:
     g = _pointwise_conv(24, 40, 6, 20)
     plain, searched = schedule(g), schedule(g, alternatives=True)
     k = _contraction(searched)
@@ -45,9 +45,12 @@ def test_a_pointwise_conv_may_also_run_along_the_output_row() -> None:
     default = _contraction(plain).contraction
     assert (k.contraction.m, k.contraction.n) == (default.m, default.n)  # unchanged
     (alt,) = k.alternatives
-    out = alt.loops.out
-    assert abs(out.coeff(alt.n)) == 1  # stored contiguously along its vector loop
-    assert abs(k.contraction.loops.out.coeff(k.contraction.n)) != 1
+    # the output positions (h, w) are one loop: the image's 120 positions, not rows of 20
+    assert {alt.n.size, k.contraction.n.size} == {6 * 20, 40}
+    # one orientation stores contiguously along its vector loop (the positions), the
+    # other along the output channels
+    contiguous = [abs(p.loops.out.coeff(p.n)) == 1 for p in (k.contraction, alt)]
+    assert sorted(contiguous) == [False, True]
     assert Variant(orient=1) in candidates(searched, k, FEATURES)
 
 

@@ -67,3 +67,34 @@ def test_dynamic_index_bounds_and_code() -> None:
     g = Dyn("g7", 10)
     e = Lin.of(g) * 4 + 3
     assert e.bounds == (3, 39) and not e.is_affine and e.c() == "4*g7 + 3"
+
+
+def test_an_unflattened_index_flattened_again_is_the_index() -> None:
+    """row_major(unflatten(i)) over any shape is i itself: no division left to compute."""
+    i = Var("i", 784)
+    flat = Lin.of(i)
+    assert ((flat // 28) * 28 + flat % 28) == flat
+    j = Var("j", 2 * 3 * 5)
+    three = ((Lin.of(j) // 15) * 15 + ((Lin.of(j) // 5) % 3) * 5 + Lin.of(j) % 5) * 2 + 7
+    assert three == Lin.of(j) * 2 + 7
+    # a coefficient that does not fit the divisor keeps the division (and its value)
+    kept = (flat // 28) * 27 + flat % 28
+    assert not kept.is_affine
+    assert all(evaluate(kept, {i: v}) == (v // 28) * 27 + v % 28 for v in range(784))
+
+
+def test_merged_loops_read_the_same_elements() -> None:
+    """`merge_loops` joins (oh, ow) of a 1x1 convolution into one loop; loops an index
+    does not step through as one stay apart (a padded window's row and column)."""
+    from luminal.compiler.schedule.indexing import merge_loops
+
+    c, oh, ow = Var("c", 3), Var("oh", 4), Var("ow", 5)
+    img = Lin.of(c) * 20 + Lin.of(oh) * 5 + ow  # [c, oh, ow] contiguous
+    out = Lin.of(c) * 20 + Lin.of(oh) * 5 + ow
+    padded = Lin.of(c) * 42 + Lin.of(oh) * 7 + ow  # a window of a [c, 6, 7] padded image
+    loops, reduced, (a, b) = merge_loops([c, oh, ow], frozenset({c}), [img, out])
+    (w,) = [v for v in loops if v.size == 20]
+    assert len(loops) == 2 and reduced == frozenset({c})
+    assert a == Lin.of(c) * 20 + Lin.of(w) and b == a
+    kept, _, _ = merge_loops([c, oh, ow], frozenset({c}), [img, padded])
+    assert kept == [c, oh, ow]
