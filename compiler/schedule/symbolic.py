@@ -12,6 +12,7 @@ known to be non-negative, so C's truncating operators agree with them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -144,6 +145,10 @@ def floordiv(x: Lin, d: int) -> Lin:
         ):
             inner = x.terms[0][0]
             return floordiv(inner.x, inner.d * d)
+        split = _factored(x, d)
+        if split is not None:  # (g*h + l) // d == h // (d/g) when 0 <= l < g and g | d
+            g, high, _ = split
+            return floordiv(high, d // g)
     return Lin.of(Div(x, d))
 
 
@@ -157,6 +162,10 @@ def mod(x: Lin, d: int) -> Lin:
         _, rest = _split(x, d)
         if rest.bounds[1] < d:
             return rest
+        split = _factored(rest, d)
+        if split is not None:  # (g*h + l) % d == g*(h % (d/g)) + l when 0 <= l < g and g | d
+            g, high, low = split
+            return mod(high, d // g) * g + low
         # (d*e + r) % (d) where r = k*(y // m)... leave as one modulo of the reduced sum
         return Lin.of(Mod(rest, d))
     return Lin.of(Mod(x, d))
@@ -186,6 +195,21 @@ def _recombine(coeffs: dict[Atom, int], const: int) -> int:
             changed = True
             break
     return const
+
+
+def _factored(x: Lin, d: int) -> tuple[int, Lin, Lin] | None:
+    """x as g*high + low with g a proper divisor of d (> 1) and 0 <= low < g: a flat
+    index [.., 56, 384] divided by 56*384 is the position divided by 56.  The largest
+    such g, or None.  x's atoms are non-negative (the caller checks)."""
+    for g in sorted({math.gcd(d, c) for _, c in x.terms}, reverse=True):
+        if g in (1, d):
+            continue
+        high = Lin(tuple((a, c // g) for a, c in x.terms if c % g == 0), 0)
+        low = Lin(tuple((a, c) for a, c in x.terms if c % g), x.const)
+        lo, hi = low.bounds
+        if lo >= 0 and hi < g and high.terms:
+            return g, high, low
+    return None
 
 
 def _nonneg_atoms(x: Lin) -> bool:

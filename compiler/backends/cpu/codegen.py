@@ -397,7 +397,9 @@ class _KernelWriter:
         body = _Body(self, depth, {self.k.reduction: f"(({t}){value})"})
         v = body.value(self.k.node, eidx, top=True)
         out.extend(body.lines)
-        target = dest or f"out[{row_major(eidx, enode.shape).c()}]"
+        # `flat` is the element's row-major index in the output: stored there directly
+        # (rebuilt from `eidx`, it can keep divisions the simplifier does not undo)
+        target = dest or f"out[{flat.c()}]"
         out.append("    " * depth + f"{target} = {v};")
 
     @property

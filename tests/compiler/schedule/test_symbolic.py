@@ -98,3 +98,19 @@ def test_merged_loops_read_the_same_elements() -> None:
     assert a == Lin.of(c) * 20 + Lin.of(w) and b == a
     kept, _, _ = merge_loops([c, oh, ow], frozenset({c}), [img, padded])
     assert kept == [c, oh, ow]
+
+
+def test_a_quotient_by_a_multiple_of_a_coefficient_drops_the_low_part() -> None:
+    """A [56, 56, 384] token index 384*w + c (w the merged positions): divided by the
+    56*384 of a row it is w // 56, and its unflatten-then-row-major round trip is affine."""
+    w, c = Var("w", 56 * 56), Var("c", 384)
+    x = Lin.of(w) * 384 + c
+    assert x // (56 * 384) == Lin.of(w) // 56
+    assert x % (56 * 384) == (Lin.of(w) % 56) * 384 + c
+    trip = (x // (56 * 384)) * (56 * 384) + ((x // 384) % 56) * 384 + x % 384
+    assert trip == x
+    for wv, cv in itertools.product(range(0, 56 * 56, 97), range(0, 384, 61)):
+        env = {w: wv, c: cv}
+        flat = 384 * wv + cv
+        assert evaluate(x // (56 * 384), env) == flat // (56 * 384)
+        assert evaluate(x % (56 * 384), env) == flat % (56 * 384)
