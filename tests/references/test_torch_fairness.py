@@ -126,8 +126,25 @@ def test_the_overhead_it_removes_is_real(tmp_path: Path, threads: int) -> None:
     def timed(validate: bool) -> float:
         gm.validate_inputs = validate
         with torch.inference_mode():
-            return statistics.median(_block(lambda: gm(x)) for _ in range(15))
+            return _block(lambda: gm(x))
+
+    def paired() -> float:
+        """The median over rounds of on / off, both timed in the same round (who goes
+        first alternates): load on the shared machine lands on both arms of a round.
+        Timed as two separate medians, a loaded CI run measured 47.8 against 38.5 us."""
+        ratios = []
+        for r in range(15):
+            first, second = (True, False) if r % 2 == 0 else (False, True)
+            times = {first: timed(first), second: timed(second)}
+            ratios.append(times[True] / times[False])
+        return statistics.median(ratios)
 
     timed(True), timed(False)  # warm-up
-    on, off = timed(True), timed(False)
-    assert on > off * 1.5, f"input check on {on / 1e3:.1f} µs, off {off / 1e3:.1f} µs a call"
+    # up to three independent measurements: the check costs about 3x when the machine is
+    # quiet, so one of them clears 1.5x unless the cause is gone
+    seen = []
+    for _ in range(3):
+        seen.append(paired())
+        if seen[-1] > 1.5:
+            break
+    assert max(seen) > 1.5, f"input check on / off per call: {', '.join(f'{r:.2f}x' for r in seen)}"
