@@ -26,7 +26,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,13 +45,7 @@ class Comparison:
     max_abs_diff: float
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "a_ms": self.a_ms,
-            "b_ms": self.b_ms,
-            "speedup": self.speedup.to_json(),
-            "rounds": self.rounds,
-            "max_abs_diff": self.max_abs_diff,
-        }
+        return asdict(self)
 
 
 def compare(
@@ -77,15 +71,18 @@ def compare(
 
 
 def _max_abs_diff(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) -> float:
+    """The largest |B - A| over the outputs, by the parity rule's comparison
+    (`references.parity.compare_arrays`: NaNs and infinities in other places are inf)."""
+    from luminal.references.parity import EXACT, compare_arrays
+
     if set(x) != set(y):
         raise UsageError(f"the artifacts have different outputs: {sorted(x)} vs {sorted(y)}")
     worst = 0.0
     for name in x:
-        u, v = np.asarray(x[name]), np.asarray(y[name])
-        if u.shape != v.shape:
-            raise UsageError(f"output {name!r} has shape {u.shape} in A, {v.shape} in B")
-        if u.size:
-            worst = max(worst, float(np.max(np.abs(u.astype(np.float64) - v))))
+        o = compare_arrays(name, y[name], x[name], EXACT)
+        if o.reason:  # a shape or dtype the other artifact does not have
+            raise UsageError(f"output {name!r}: {o.reason} (B against A)")
+        worst = max(worst, o.max_abs)
     return worst
 
 

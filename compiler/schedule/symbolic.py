@@ -68,7 +68,9 @@ class Lin:
         coeffs = dict(self.terms)
         for atom, c in o.terms:
             coeffs[atom] = coeffs.get(atom, 0) + c
-        const = _recombine(coeffs, self.const + o.const)
+        const = self.const + o.const
+        if any(isinstance(a, Mod) for a in coeffs):  # the only terms `_recombine` folds
+            const = _recombine(coeffs, const)
         return Lin(_sorted(coeffs), const)
 
     def __mul__(self, k: int) -> Lin:
