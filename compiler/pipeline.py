@@ -116,26 +116,35 @@ def verify(job: Job) -> Job:
 def rewrite(job: Job) -> Job:
     if not (job.options.searching and job.options.rewrite):
         return job
+    graph, report = rewritten(job.graph, job.options)
+    return dataclasses.replace(job, graph=graph, rewrite=report)
+
+
+def rewritten(graph: Graph, options: CompileOptions) -> tuple[Graph, SaturationReport]:
+    """The e-graph stage's result for `graph` under the limits `options` give it, from the
+    install's rewrite cache when it holds it.  Whoever rebuilds a compile's schedule
+    (`luminal profile` on an artifact) goes through here too: saturation stops on a wall
+    clock budget, so a rewrite under other limits, or not taken from the cache, can stop at
+    another round and give other kernels."""
     from luminal.compiler import cache
-    from luminal.compiler.search.saturate import SaturationBudget, SaturationReport
+    from luminal.compiler.search.saturate import SaturationBudget
     from luminal.compiler.search.saturate import rewrite as saturate
 
-    budget = max(job.options.budget_seconds or 0.0, 0.0)
+    budget = max(options.budget_seconds or 0.0, 0.0)
     seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))
     limits = dataclasses.replace(SaturationBudget(), seconds=seconds)
-    store = cache.open_cache(job.options.tuning_db, job.options.use_tuning_db)
-    name = cache.graph_key(job.graph, "rewrite", repr(limits))
+    store = cache.open_cache(options.tuning_db, options.use_tuning_db)
+    name = cache.graph_key(graph, "rewrite", repr(limits))
     hit = cache.load_graph(got) if store and (got := store.get(cache.Kind.REWRITE, name)) else None
-    if hit is not None and hit[0].input_specs() == job.graph.input_specs():
-        graph, note = hit
-        report = dataclasses.replace(SaturationReport.from_json(note), cached=True)
-        return dataclasses.replace(job, graph=graph, rewrite=report)
-    graph, report = saturate(job.graph, limits)
+    if hit is not None and hit[0].input_specs() == graph.input_specs():
+        cached, note = hit
+        return cached, dataclasses.replace(SaturationReport.from_json(note), cached=True)
+    out, report = saturate(graph, limits)
     if store is not None and report.fallback is None:
-        data = cache.dump_graph(graph, report.to_json())
+        data = cache.dump_graph(out, report.to_json())
         if data is not None:
             store.put(cache.Kind.REWRITE, name, data)
-    return dataclasses.replace(job, graph=graph, rewrite=report)
+    return out, report
 
 
 def lower_precision(job: Job) -> Job:

@@ -193,10 +193,10 @@ def profile_artifact(
         dims = {**manifest.profile.specializations[0].point, **dims}
     loaded = load_model(source, dims)
     graph = loaded.graph
-    if options.searching and options.rewrite:
-        from luminal.compiler.search.saturate import rewrite
+    if options.searching and options.rewrite:  # as the compile did, from its cache
+        from luminal.compiler.pipeline import rewritten
 
-        graph, _ = rewrite(graph)
+        graph, _ = rewritten(graph, options)
     from luminal.compiler.schedule import schedule
 
     sched = schedule(graph)

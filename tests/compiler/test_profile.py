@@ -126,3 +126,26 @@ def test_torch_kernels_name_their_fx_nodes() -> None:
     m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     sched = schedule(from_module(m.eval(), (torch.randn(2, 8),)).graph)
     assert [kernel_origins(sched, k) for k in sched.kernels] == [("addmm", "relu"), ("addmm_1",)]
+
+
+def test_an_artifact_is_rebuilt_with_its_compiles_rewrite(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild takes the compile's rewrite (same limits, from the install's cache)
+    rather than saturating again: saturation stops on a wall clock budget, so a second run
+    (under the default limits, or on a loaded machine) can stop at another round and give
+    other kernels than the artifact holds.  `luminal profile` on efficientnet_b0's
+    artifact then failed in two tries of three."""
+    from luminal.compiler.search import saturate
+
+    out = tmp_path / "searched.lmnl"
+    result = compile_model(load(model), out, CompileOptions(budget_seconds=0))
+    assert result.rewrite is not None and result.rewrite.fallback is None
+
+    def again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the rebuild saturated again instead of reusing the compile's")
+
+    monkeypatch.setattr(saturate, "rewrite", again)
+    p = profile_artifact(out, {}, seconds=0.05)
+    assert result.schedule is not None
+    assert [r.name for r in p.kernels] == [k.name for k in result.schedule.kernels]
