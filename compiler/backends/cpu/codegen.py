@@ -29,11 +29,13 @@ from luminal.compiler.ir.ops import BINARY, UNARY, VIEW
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.indexing import (
     Index,
+    loads_of,
     row_major,
     split_loops,
     unflatten,
     view_source,
 )
+from luminal.compiler.schedule.partition import leaves
 from luminal.compiler.schedule.symbolic import Div, Dyn, Lin, Mod, Var
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 
@@ -418,9 +420,40 @@ class _KernelWriter:
                 rloops.append((name, d))
             else:
                 full.append(oidx[k])
+        merged = self._merged_reduction(node, tuple(full), rloops)
+        if merged is not None:
+            full, rloops = list(merged[0]), [merged[1]]
         depth = self._open(out, oloops, 1, True, _numel(src.shape))
         self._reduce_point(out, depth, node, tuple(full), oidx, rloops)
         self._close(out, oloops, depth)
+
+    def _merged_reduction(
+        self, node: Node, full: Index, rloops: list[tuple[str, int]]
+    ) -> tuple[Index, tuple[str, int]] | None:
+        """The reduced axes as one loop, when they are adjacent (but for size-1 axes) and
+        every buffer the reduction reads steps through them as one: each of its offsets
+        folds back to the merged variable, no division left.  A global average pool over
+        7x7 ran as 7 vector loops of 7 lanes each (efficientnet_b0's last BN + SiLU +
+        pool: 206 us on one thread, against ONNX Runtime's 24)."""
+        src = self.g.nodes[node.src[0]]
+        axes = [int(name[1:]) for name, _ in rloops]
+        if len(axes) < 2 or any(
+            src.shape[k] != 1 for k in range(axes[0], axes[-1]) if k not in axes
+        ):
+            return None
+        w = Var("r" + "_".join(map(str, axes)), _numel(tuple(d for _, d in rloops)))
+        parts = dict(zip(axes, unflatten(Lin.of(w), tuple(d for _, d in rloops)), strict=True))
+        merged = tuple(parts.get(k, e) for k, e in enumerate(full))
+        mat = self.s.part.materialized
+        root = node.src[0]
+        targets = [root] if root in mat else leaves(self.g, root, mat)
+        for target in targets:
+            offsets = loads_of(self.g, mat, root, target, merged)
+            if offsets is None or any(
+                isinstance(a, (Div, Mod)) for e in offsets for a, _ in e.terms
+            ):
+                return None
+        return merged, (w.name, w.size)
 
     def _reduce_point(
         self,
