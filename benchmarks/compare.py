@@ -7,7 +7,12 @@ run in interleaved rounds, in a shuffled order each round, one timed block of ab
 per arm per round, until every model has had `--duration` seconds and `--min-rounds`
 rounds.  A sample is a block's mean run time.  We report the median latency, the
 interquartile range, and each arm's median relative to ONNX Runtime's (ratio of medians).
-Outputs of every arm are checked against ONNX Runtime first.  OpenVINO (CPU, latency
+Outputs of every arm are checked against ONNX Runtime first, by the bench's rule
+(`references.parity`, f32: rtol 1e-4, atol 1e-5), widened by how far PyTorch eager itself
+is from ONNX Runtime on that output (the rule's `spread`): two references of one model
+differ too (ResNet-50 with random weights, 50 layers deep: torch against ORT 4.1e-5 at
+outputs of about 0.4), and luminal passes when it is at least as close to ORT as the
+model's own framework is.  The table says which clause passed it.  OpenVINO (CPU, latency
 hint, f32, the same threads) is an arm when the `openvino` extra is installed.
 
     python -m benchmarks.compare                         # all four models, markdown table
@@ -67,6 +72,29 @@ def _export(model: Any, path: Path, exporter: str) -> tuple[Path, str]:
         return export_onnx(model, path, exporter="dynamo"), "dynamo"
 
 
+def _spreads(eager: Mapping[str, Any], ref: Mapping[str, Any]) -> dict[str, float]:
+    """How far PyTorch eager is from ONNX Runtime, per output both give: the references'
+    own disagreement, which the parity rule adds to every element's bound (`spread`)."""
+    import numpy as np
+
+    return {
+        name: float(np.max(np.abs(np.asarray(eager[name], np.float64) - ref[name])))
+        for name in eager
+        if name in ref and np.shape(eager[name]) == np.shape(ref[name]) and np.size(ref[name])
+    }
+
+
+def _parity_cell(r: Mapping[str, Any]) -> str:
+    """OK (max abs), with torch's own distance from ORT when only the spread passed it."""
+    parity, strict = r["parity_luminal"], r.get("parity_luminal_strict", r["parity_luminal"])
+    worst = f"{parity['max_abs']:.2g}"
+    if not parity["ok"]:
+        return f"MISMATCH ({worst})"
+    if strict["ok"]:
+        return f"OK ({worst})"
+    return f"OK ({worst}; torch {r['parity_torch']['max_abs']:.2g})"
+
+
 def _prepare(
     name: str, tmp: Path, threads: int, budget: float | None, exporter: str = "auto"
 ) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
@@ -114,7 +142,8 @@ def _prepare(
         "warm_cache_hits": None if warm.search is None else warm.search.cache_hits,
         "kernels": result.kernels,
         "arena_bytes": result.arena_bytes,
-        "parity_luminal": compare(got, ref).to_json(),
+        "parity_luminal": compare(got, ref, spreads=_spreads(eager_out, ref)).to_json(),
+        "parity_luminal_strict": compare(got, ref).to_json(),
         "parity_torch": compare(eager_out, ref).to_json(),
     }
     arms: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: ort(feeds)}
@@ -201,13 +230,13 @@ def markdown(results: list[dict[str, Any]]) -> str:
         def ratio(arm: str, a: dict[str, Any] = a) -> str:
             return f"{a['luminal']['median_ms'] / a[arm]['median_ms']:.2f}x" if arm in a else "-"
 
-        ok = "OK" if r["parity_luminal"]["ok"] else "MISMATCH"
+        ok = _parity_cell(r)
         lines.append(
             f"| {r['model']} | "
             + " | ".join(cell(p) for p in peers)
             + f" | {cell('luminal')} | "
             + " | ".join(ratio(p) for p in peers)
-            + f" | {ok} ({r['parity_luminal']['max_abs']:.2g}) "
+            + f" | {ok} "
             f"| {r['compile_seconds']:.1f} / {r['warm_compile_seconds']:.1f} |"
         )
     if results:
