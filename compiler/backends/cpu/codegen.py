@@ -75,8 +75,15 @@ class CodegenOptions:
 def preamble(options: CodegenOptions) -> str:
     """What every kernel function needs at file scope: types, the thread pool, the BLAS
     prototypes and the vector macros of the ISA."""
+    half = simd.HALF.get(options.simd)
     return "\n".join(
-        [cexpr.PRELUDE, threads.POOL, blas.PROTOTYPES, simd.ISAS[options.simd].macros()]
+        [
+            cexpr.PRELUDE,
+            threads.POOL,
+            blas.PROTOTYPES,
+            simd.ISAS[options.simd].macros(),
+            half.macros("H", "lum_hf") if half is not None else "",
+        ]
     )
 
 
@@ -535,8 +542,8 @@ class _KernelWriter:
         if self.v.impl == "blas":
             blas.write(self, out)
             return
-        if self.v.impl == "stencil":
-            stencil.write(self, out, simd.ISAS[self.o.simd])
+        if self.v.impl in stencil.IMPLS:
+            stencil.write(self, out, simd.ISAS[self.o.simd], self.v.impl == stencil.HALF_IMPL)
             return
         if self.v.impl in winograd.TILE:
             winograd.write(self, out, simd.ISAS[self.o.simd])

@@ -66,7 +66,7 @@ def efficiency(
     if variant.impl == "winograd4":
         # F(4x4, 3x3): 36 multiply-adds per 16 outputs (2.25 per output, F(2x2): 4).
         return 0.9 * 1.4
-    if variant.impl == "stencil":
+    if variant.impl in ("stencil", "stencil-half"):  # the same loop; measurement decides
         # A depthwise convolution's product, vectorized along the output row: measured
         # 5-25 GFLOP/s on mobilenet_v2's 3x3 layers where the GEMM kernel ran at 0.1-3.
         return 0.3

@@ -32,21 +32,24 @@ class Isa:
     loadeven: str = ""
     loadevenn: str = ""
 
-    def macros(self) -> str:
+    def macros(self, prefix: str = "V", vector: str = "lum_vf") -> str:
+        """The `LUM_<prefix>*` macros over the vector type `vector` (`LUM_VLOAD`, ...;
+        `LUM_HLOAD`, ... for the half-width set a wider ISA carries, `HALF`)."""
         if not self.name:
             return ""
+        m = f"#define LUM_{prefix}"
         return (
             "#include <immintrin.h>\n"
-            f"typedef {self.vtype} lum_vf;\n"
-            f"#define LUM_VLOAD(p) {self.load}(p)\n"
-            f"#define LUM_VSTORE(p, v) {self.store}(p, v)\n"
-            f"#define LUM_VBCAST(x) {self.bcast}(x)\n"
-            f"#define LUM_VZERO() {self.zero}()\n"
-            f"#define LUM_VFMA(a, b, c) {self.fma}\n"
+            f"typedef {self.vtype} {vector};\n"
+            f"{m}LOAD(p) {self.load}(p)\n"
+            f"{m}STORE(p, v) {self.store}(p, v)\n"
+            f"{m}BCAST(x) {self.bcast}(x)\n"
+            f"{m}ZERO() {self.zero}()\n"
+            f"{m}FMA(a, b, c) {self.fma}\n"
         ) + (
-            f"#define LUM_VLOADN(p, n) {self.loadn}\n#define LUM_VGATHERN(p, s, n) {self.gathern}\n"
-            f"#define LUM_VLOADEVEN(p) {self.loadeven}\n"
-            f"#define LUM_VLOADEVENN(p, n) {self.loadevenn}\n"
+            f"{m}LOADN(p, n) {self.loadn}\n{m}GATHERN(p, s, n) {self.gathern}\n"
+            f"{m}LOADEVEN(p) {self.loadeven}\n"
+            f"{m}LOADEVENN(p, n) {self.loadevenn}\n"
             if self.loadn
             else ""
         )
@@ -152,3 +155,9 @@ def isa_for(features: tuple[str, ...] | frozenset[str]) -> Isa:
 
 
 ISAS = {isa.name: isa for isa in (AVX512, AVX2, AVX, NONE)}
+
+#: The half-width ISA a library built for a wider one also carries (as `LUM_H*` macros
+#: over `lum_hf`): a depthwise convolution's 7-wide rows fill 7 of AVX-512's 16 lanes but
+#: 7 of AVX2's 8, and on a CPU that splits a 512-bit operation in two (AMD Zen 4) the
+#: narrower FMA costs half as much (`stencil`'s half variant; the search measures it).
+HALF = {"avx512": AVX2}

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from luminal.compiler.backends.cpu.gemm import f32_contraction, k_offsets
 from luminal.compiler.backends.cpu.gemm_layout import Axis
-from luminal.compiler.backends.cpu.simd import Isa
+from luminal.compiler.backends.cpu.simd import HALF, Isa
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.contraction import ContractionPlan
 from luminal.compiler.schedule.symbolic import Lin, Var
@@ -56,6 +56,12 @@ MAX_K = 256
 
 #: Narrowest output row worth a (masked) vector loop.
 MIN_ROW = 4
+
+#: The variants: full-width vectors, and the half-width ISA (`simd.HALF`) for rows
+#: shorter than one full vector (a 7x7 map's 7 columns: 7 of 16 AVX-512 lanes, 7 of 8 AVX2).
+IMPL = "stencil"
+HALF_IMPL = "stencil-half"
+IMPLS = (IMPL, HALF_IMPL)
 
 
 @dataclass(frozen=True)
@@ -99,11 +105,25 @@ def legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     )
 
 
-def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
+def half_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
+    """The half-width variant: legal, on an ISA that carries a half one, with output rows
+    shorter than one full vector."""
+    if isa.name not in HALF or not legal(sched, kernel, isa):
+        return False
+    assert kernel.contraction is not None
+    lay = StencilLayout.of(kernel.contraction)
+    return lay is not None and lay.vec.size < isa.width
+
+
+def write(w: _KernelWriter, out: list[str], isa: Isa, half: bool = False) -> None:
+    """The kernel in `isa`'s vectors (`LUM_V*`), or in its half-width ISA's (`LUM_H*`)."""
     p = w.k.contraction
     assert p is not None
     lay = StencilLayout.of(p)
     assert lay is not None
+    if half:
+        isa = HALF[isa.name]
+    vm, vt = ("LUM_H", "lum_hf") if half else ("LUM_V", "lum_vf")
     (ab, ao), (bb, bo) = lay.a, lay.b
     pa, pb = w._pointer(ab), w._pointer(bb)
     V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
@@ -137,7 +157,7 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     i3 = i2 + "    "
     acc = [[f"c{r}_{v}" for v in range(NV)] for r in range(R)]
     out.append(f"{i3}const int64_t jn = {V} - j0 < {JB} ? {V} - j0 : {JB};")
-    out.append(f"{i3}lum_vf " + ", ".join(f"{c} = LUM_VZERO()" for a in acc for c in a) + ";")
+    out.append(f"{i3}{vt} " + ", ".join(f"{c} = {vm}ZERO()" for a in acc for c in a) + ";")
     for full in (True, False):
         out.append(i3 + (f"if (jn == {JB}) {{" if full else "} else {"))
         if not full:
@@ -147,29 +167,27 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
                 for v in range(NV)
             )
         out.append(f"{i3}    for (int64_t k = 0; k < {K}; k++) {{")
-        out.append(f"{i3}        const lum_vf s = LUM_VBCAST(bb[{bk}]);")
+        out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
         out.append(f"{i3}        const float *ar = ab + {ak} + j0 * {sa};")
         for r in range(R):
             for v in range(NV):
                 at = f"ar + {r * ra + v * VW * sa}"
                 if sa == 1:
-                    load = f"LUM_VLOAD({at})" if full else f"LUM_VLOADN({at}, n{v})"
+                    load = f"{vm}LOAD({at})" if full else f"{vm}LOADN({at}, n{v})"
                 elif sa == 2 and full:
-                    load = f"LUM_VLOADEVEN({at})"
+                    load = f"{vm}LOADEVEN({at})"
                 elif sa == 2:  # a tail block: masked loads of the elements it spans
-                    load = f"LUM_VLOADEVENN({at}, n{v})"
+                    load = f"{vm}LOADEVENN({at}, n{v})"
                 else:
-                    load = f"LUM_VGATHERN({at}, {sa}, {VW if full else f'n{v}'})"
-                out.append(f"{i3}        {acc[r][v]} = LUM_VFMA(s, {load}, {acc[r][v]});")
+                    load = f"{vm}GATHERN({at}, {sa}, {VW if full else f'n{v}'})"
+                out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {load}, {acc[r][v]});")
         out.append(f"{i3}    }}")
     out.append(i3 + "}")
     out.append(f"{i3}float acc[{R * JB}] __attribute__((aligned(64)));")
     out.append(
         i3
         + " ".join(
-            f"LUM_VSTORE(acc + {r * JB + v * VW}, {acc[r][v]});"
-            for r in range(R)
-            for v in range(NV)
+            f"{vm}STORE(acc + {r * JB + v * VW}, {acc[r][v]});" for r in range(R) for v in range(NV)
         )
     )
     _store(w, out, i3, lay, row, R, JB, V)

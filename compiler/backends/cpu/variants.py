@@ -41,7 +41,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
     the integer kernel's tiles and the portable loop for an i32 contraction of i16
-    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise convolution's shape (`stencil.legal`),
+    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise convolution's shape (`stencil.legal`; in half-width vectors too for rows shorter than one vector),
     OpenBLAS when the operands are strided matrices (`blas.legal`), and the other parallel
     setting when the work is near the threshold.  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
@@ -77,7 +77,9 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             ]
             out.append(Variant(impl="loop"))
         if stencil.legal(sched, kernel, isa):
-            out.append(Variant(impl="stencil"))
+            out.append(Variant(impl=stencil.IMPL))
+        if stencil.half_legal(sched, kernel, isa):
+            out.append(Variant(impl=stencil.HALF_IMPL))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:

@@ -119,3 +119,42 @@ def test_not_legal_without_masked_loads() -> None:
     assert stencil.legal(sched, kernel, simd.AVX2)
     assert not stencil.legal(sched, kernel, simd.AVX)
     assert not stencil.legal(sched, kernel, simd.NONE)
+
+
+@pytest.mark.skipif("avx512" not in ISAS, reason="no AVX-512: no half-width variant")
+@pytest.mark.parametrize(
+    "c,h,w,k,stride,residual",
+    [
+        (3, 7, 7, 5, 1, True),  # a 7x7 map: 7 of 8 AVX2 lanes, against 7 of 16
+        (4, 7, 7, 3, 1, False),
+        (5, 11, 11, 3, 2, True),  # strided to 6 columns: the even lanes of two loads
+        (2, 9, 12, 3, 1, False),  # 12 columns: a full half vector and a masked tail
+    ],
+    ids=str,
+)
+def test_half_width_stencil_matches_reference(
+    c: int, h: int, w: int, k: int, stride: int, residual: bool
+) -> None:
+    """Rows shorter than an AVX-512 vector may run in AVX2 vectors (`stencil-half`,
+    `simd.HALF`): offered for those rows only, and equal to the reference."""
+    g = _conv_graph(c, h, w, k=k, stride=stride, residual=residual)
+    sched = schedule(g)
+    (kernel,) = _contractions(sched)
+    assert stencil.half_legal(sched, kernel, simd.AVX512)
+    assert not stencil.half_legal(sched, kernel, simd.AVX2)  # nothing narrower to carry
+    assert Variant(impl=stencil.HALF_IMPL) in candidates(sched, kernel, FEATURES)
+    variants = {kernel.name: Variant(impl=stencil.HALF_IMPL)}
+    options = codegen.options_for(FEATURES, True, simd="avx512", variants=variants)
+    source = codegen.generate(sched, options)
+    assert "lum_hf c0_0" in source and "LUM_HFMA(" in source and "LUM_VFMA(s" not in source
+    rng = np.random.default_rng(2)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-5)
+
+
+def test_half_width_is_offered_only_for_rows_shorter_than_a_vector() -> None:
+    sched = schedule(_conv_graph(4, 20, 20))  # 20 columns: more than 16 lanes
+    (kernel,) = _contractions(sched)
+    assert stencil.legal(sched, kernel, simd.AVX512)
+    assert not stencil.half_legal(sched, kernel, simd.AVX512)
