@@ -58,7 +58,7 @@ def _peer(name: str, onnx_path: Path, threads: int) -> Callable[[dict[str, Any]]
     return runner
 
 
-def _export(model: Any, path: Path, exporter: str) -> tuple[Path, str]:
+def export(model: Any, path: Path, exporter: str = "auto") -> tuple[Path, str]:
     """The model exported as asked; `auto` is the TorchScript exporter, or the dynamo one
     for a model the TorchScript exporter cannot export (GPT-2's mask uses aten::diff)."""
     from benchmarks.models import export_onnx
@@ -108,7 +108,7 @@ def _prepare(
 
     model = build(name)
     feeds = example_feeds(model)
-    onnx_path, exported_by = _export(model, tmp / f"{name}.onnx", exporter)
+    onnx_path, exported_by = export(model, tmp / f"{name}.onnx", exporter)
     ort = _peer("onnxruntime", onnx_path, threads)
     assert ort is not None, "onnxruntime is a dependency of luminal"
     options = CompileOptions(budget_seconds=budget, tuning_db=str(tmp / "tuning.db"))

@@ -28,7 +28,7 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 
 def measure(name: str, args: argparse.Namespace, budget: float | None) -> dict[str, Any]:
     import luminal
-    from benchmarks.compare import _export, _peer, time_arms
+    from benchmarks.compare import _peer, export, time_arms
     from benchmarks.models import build, example_feeds
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.pipeline import CompileOptions, compile_model
@@ -42,7 +42,7 @@ def measure(name: str, args: argparse.Namespace, budget: float | None) -> dict[s
         tmp = Path(tmp_)
         model = build(name)
         feeds = example_feeds(model)
-        onnx_path, _ = _export(model, tmp / f"{name}.onnx", "auto")
+        onnx_path, _ = export(model, tmp / f"{name}.onnx")
         ort = _peer("onnxruntime", onnx_path, args.threads)
         assert ort is not None
         ref = ort(feeds)

@@ -7,10 +7,11 @@ own per-node profile of the same ONNX file, matched by the ONNX nodes each kerne
 Each of luminal's kernels names the ONNX nodes it came from (`schedule.provenance`); ORT's
 profiler (`SessionOptions.enable_profiling`) times each node it ran, named after the node
 or, for a node it fused or re-laid out, after the tensor it writes (`r_nchwc` for a Conv +
-BN + ReLU writing `r`) or with a fusion suffix (`/QuickGeluFusion/`).  An ORT node is
-charged to the kernel computing the ONNX node it names, or the node producing the tensor
-it names; what names neither (ORT's NCHWc `ReorderInput`/`ReorderOutput`) is listed by op
-type.  Both sides are medians of per-run
+BN + ReLU writing `r`), with a fusion suffix (`/QuickGeluFusion/`), or a name of its own
+(`SkipLayerNormalization_token_3`; ORT's optimized graph, saved beside the profile, says
+which tensors that node writes).  An ORT node is charged to the kernel computing the ONNX
+node it names, or the node producing a tensor it names or writes; what matches none (ORT's
+NCHWc `ReorderInput`/`ReorderOutput`, reshapes it added) is listed by op type.  Both sides are medians of per-run
 times after a warm-up, at the same thread count.  Rows are sorted by the gap
 (luminal - ORT), the largest first: the kernels to work on.  The two sides are timed one
 after the other, not interleaved: read the gaps, not the absolute times, on a loaded
@@ -46,6 +47,7 @@ class OrtNode:
     name: str  # as ORT's profile names it
     op: str
     us: float  # median per run
+    outputs: tuple[str, ...] = ()  # the tensors it writes, in ORT's optimized graph
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ def match(
     charged: dict[str, float] = {}
     unmatched: dict[str, float] = {}
     for n in ort:
-        kernel = owner.get(n.name) or owner.get(onnx_name(n.name, tensors))
+        named = [n.name, onnx_name(n.name, tensors), *(onnx_name(t, tensors) for t in n.outputs)]
+        kernel = next((owner[x] for x in named if x in owner), None)
         if kernel is None:
             unmatched[n.op] = unmatched.get(n.op, 0.0) + n.us
         else:
@@ -122,10 +125,13 @@ def ort_profile(
         options.profile_file_prefix = str(Path(tmp) / "ort")
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        optimized = Path(tmp) / "optimized.onnx"  # names the tensors each fused node writes
+        options.optimized_model_filepath = str(optimized)
         session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
         for _ in range(ORT_WARMUP + runs):
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text())
+        writes = _writes(optimized, producers(onnx_path))
     times: dict[str, list[float]] = {}
     ops: dict[str, str] = {}
     for e in events:
@@ -134,9 +140,35 @@ def ort_profile(
             times.setdefault(name, []).append(float(e["dur"]))
             ops[name] = e.get("args", {}).get("op_name", "?")
     return [
-        OrtNode(name, ops[name], statistics.median(ts[ORT_WARMUP:] or ts))
+        OrtNode(name, ops[name], statistics.median(ts[ORT_WARMUP:] or ts), writes.get(name, ()))
         for name, ts in times.items()
     ]
+
+
+def _writes(optimized: Path, known: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Node name -> the tensors it writes in ORT's optimized graph (empty when ORT did not
+    save it).  A node ORT made by fusing (`Gemm`, `SkipLayerNormalization`) has a name of
+    its own and may write a tensor of its own too (a Gemm's 2-D result, reshaped after it):
+    then the nearest tensors downstream that the source model has (`known`) stand for it."""
+    import onnx
+
+    if not optimized.is_file():
+        return {}
+    nodes = onnx.load(str(optimized), load_external_data=False).graph.node
+    readers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for t in node.input:
+            readers.setdefault(t, []).append(i)
+    out = {}
+    for node in nodes:
+        found, frontier = [], list(node.output)
+        for _ in range(4):  # a few nodes downstream at most
+            found = [t for t in frontier if onnx_name(t, {}) in known]
+            if found or not frontier:
+                break
+            frontier = [o for t in frontier for i in readers.get(t, ()) for o in nodes[i].output]
+        out[node.name] = tuple(found or node.output)
+    return out
 
 
 def report(model: str, threads: int, m: Matched, top: int) -> str:
@@ -184,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
 
+    from benchmarks.compare import export
     from benchmarks.licensed import licensed
-    from benchmarks.models import build, example_feeds, export_onnx
+    from benchmarks.models import build, example_feeds
     from luminal.cli.options import parse_budget
     from luminal.compiler.frontend.onnx import load
     from luminal.compiler.options import CompileOptions
@@ -198,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.models.split(","):
             print(f"profiling {name} ...", file=sys.stderr)
             model = build(name)
-            onnx_path = export_onnx(model, Path(tmp) / f"{name}.onnx")
+            onnx_path, _ = export(model, Path(tmp) / f"{name}.onnx")  # TorchScript, else dynamo
             p = profile_model(load(onnx_path), options, args.seconds, args.threads)
             ort = ort_profile(onnx_path, example_feeds(model), args.threads, args.ort_runs)
             matched = match(p.kernels, ort, producers(onnx_path))

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from benchmarks.profile_vs_ort import OrtNode, match, onnx_name, ort_profile, producers, report
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.options import CompileOptions
-from luminal.compiler.profile import profile_model
+from luminal.compiler.profile import KernelProfile, profile_model
 
 
 def conv_net(path: Path) -> Path:
@@ -78,3 +78,30 @@ def test_every_ort_node_is_charged_to_the_kernel_computing_it(tmp_path: Path) ->
 def test_unknown_nodes_are_listed_by_op() -> None:
     m = match([], [OrtNode("ReorderInput_1", "ReorderInput", 5.0)], {})
     assert m.rows == () and m.unmatched == {"ReorderInput": 5.0}
+
+
+def test_a_fused_node_writing_its_own_tensor_is_charged_downstream(tmp_path: Path) -> None:
+    """ORT's MatMul + Add fusion writes a 2-D Gemm result of its own, reshaped after it:
+    the tensor the reshape writes (the source model's Add output) names the kernel."""
+    from benchmarks.profile_vs_ort import _writes
+
+    nodes = [
+        helper.make_node("Gemm", ["a", "w", "b"], ["gemm_out"], name="Gemm_token_1"),
+        helper.make_node("Reshape", ["gemm_out", "s"], ["add_out"], name="gemm_output_reshape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "opt",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("add_out", TensorProto.FLOAT, [1, 4, 8])],
+    )
+    path = tmp_path / "optimized.onnx"
+    onnx.save(helper.make_model(graph), path)
+    writes = _writes(path, {"add_out": "ffn/Add"})
+    assert writes == {"Gemm_token_1": ("add_out",), "gemm_output_reshape": ("add_out",)}
+    kernel = KernelProfile(
+        "k1", "contraction", ("ffn/MatMul", "ffn/Add"), "generated", (1, 4, 8), 1e-5, 1.0, 0, 0, 1.0
+    )
+    gemm = OrtNode("Gemm_token_1", "Gemm", 7.0, writes["Gemm_token_1"])
+    m = match([kernel], [gemm], {"add_out": "ffn/Add"})
+    assert m.rows[0].ort_us == 7.0 and not m.unmatched
