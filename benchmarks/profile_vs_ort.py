@@ -10,9 +10,9 @@ or, for a node it fused or re-laid out, after the tensor it writes (`r_nchwc` fo
 BN + ReLU writing `r`), with a fusion suffix (`/QuickGeluFusion/`), or a name of its own
 (`SkipLayerNormalization_token_3`; ORT's optimized graph, saved beside the profile, says
 which tensors that node writes).  An ORT node is charged to the kernel computing the ONNX
-node it names, or the node producing a tensor it names or writes; what matches none (ORT's
-NCHWc `ReorderInput`/`ReorderOutput`, reshapes it added) is listed by op type.  Both sides are medians of per-run
-times after a warm-up, at the same thread count.  Rows are sorted by the gap
+node it names, or the node producing a tensor it names or writes; what matches none
+(ORT's NCHWc `ReorderInput`/`ReorderOutput`, reshapes it added) is listed by op type.
+Both sides are medians of per-run times after a warm-up, at the same thread count.  Rows are sorted by the gap
 (luminal - ORT), the largest first: the kernels to work on.  The two sides are timed one
 after the other, not interleaved: read the gaps, not the absolute times, on a loaded
 machine.  This table found efficientnet_b0's out-of-line `exp2` and its 7-lane pooling
@@ -113,10 +113,14 @@ def match(
 
 
 def ort_profile(
-    onnx_path: Path, feeds: Mapping[str, object], threads: int, runs: int
+    onnx_path: Path,
+    feeds: Mapping[str, object],
+    threads: int,
+    runs: int,
+    tensors: Mapping[str, str],
 ) -> list[OrtNode]:
     """ORT's per-node times (median over `runs` after `ORT_WARMUP`), default provider and
-    optimizations, `threads` intra-op threads."""
+    optimizations, `threads` intra-op threads (`tensors`: `producers` of the model)."""
     import onnxruntime as ort
 
     with tempfile.TemporaryDirectory(prefix="luminal-ortprof-") as tmp:
@@ -131,7 +135,7 @@ def ort_profile(
         for _ in range(ORT_WARMUP + runs):
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text())
-        writes = _writes(optimized, producers(onnx_path))
+        writes = _writes(optimized, tensors)
     times: dict[str, list[float]] = {}
     ops: dict[str, str] = {}
     for e in events:
@@ -233,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
             model = build(name)
             onnx_path, _ = export(model, Path(tmp) / f"{name}.onnx")  # TorchScript, else dynamo
             p = profile_model(load(onnx_path), options, args.seconds, args.threads)
-            ort = ort_profile(onnx_path, example_feeds(model), args.threads, args.ort_runs)
-            matched = match(p.kernels, ort, producers(onnx_path))
+            tensors = producers(onnx_path)
+            ort = ort_profile(onnx_path, example_feeds(model), args.threads, args.ort_runs, tensors)
+            matched = match(p.kernels, ort, tensors)
             print(report(name, args.threads, matched, args.top))
             print()
     return 0

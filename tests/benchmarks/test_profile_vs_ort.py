@@ -63,7 +63,7 @@ def test_every_ort_node_is_charged_to_the_kernel_computing_it(tmp_path: Path) ->
     path = conv_net(tmp_path / "net.onnx")
     p = profile_model(load(path), CompileOptions(), seconds=0.05, threads=1)
     x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
-    ort = ort_profile(path, {"x": x}, threads=1, runs=3)
+    ort = ort_profile(path, {"x": x}, threads=1, runs=3, tensors=producers(path))
     assert ort and all(n.us >= 0 for n in ort)
     m = match(p.kernels, ort, producers(path))
     assert [r.kernel for r in m.rows] == [k.name for k in p.kernels]

@@ -419,15 +419,16 @@ class _KernelWriter:
         node = self.g.nodes[self.k.reduction if self.k.reduction is not None else self.k.node]
         src = self.g.nodes[node.src[0]]
         oidx, oloops = self._loops(node.shape, "i")
-        full, rloops = [], []
+        full, rloops, axes = [], [], []
         for k, d in enumerate(src.shape):
             if k in node.arg and d > 1:
                 name = f"r{k}"
                 full.append(Lin.of(Var(name, d)))
                 rloops.append((name, d))
+                axes.append(k)
             else:
                 full.append(oidx[k])
-        merged = self._merged_reduction(node, tuple(full), rloops)
+        merged = self._merged_reduction(node, tuple(full), axes)
         if merged is not None:
             full, rloops = list(merged[0]), [merged[1]]
         depth = self._open(out, oloops, 1, True, _numel(src.shape))
@@ -435,21 +436,19 @@ class _KernelWriter:
         self._close(out, oloops, depth)
 
     def _merged_reduction(
-        self, node: Node, full: Index, rloops: list[tuple[str, int]]
+        self, node: Node, full: Index, axes: list[int]
     ) -> tuple[Index, tuple[str, int]] | None:
         """The reduced axes as one loop, when they are adjacent (but for size-1 axes) and
         every buffer the reduction reads steps through them as one: each of its offsets
         folds back to the merged variable, no division left.  A global average pool over
         7x7 ran as 7 vector loops of 7 lanes each (efficientnet_b0's last BN + SiLU +
         pool: 206 us on one thread, against ONNX Runtime's 24)."""
-        src = self.g.nodes[node.src[0]]
-        axes = [int(name[1:]) for name, _ in rloops]
-        if len(axes) < 2 or any(
-            src.shape[k] != 1 for k in range(axes[0], axes[-1]) if k not in axes
-        ):
+        shape = self.g.nodes[node.src[0]].shape
+        if len(axes) < 2 or any(shape[k] != 1 for k in range(axes[0], axes[-1]) if k not in axes):
             return None
-        w = Var("r" + "_".join(map(str, axes)), _numel(tuple(d for _, d in rloops)))
-        parts = dict(zip(axes, unflatten(Lin.of(w), tuple(d for _, d in rloops)), strict=True))
+        sizes = tuple(shape[k] for k in axes)
+        w = Var("r" + "_".join(map(str, axes)), _numel(sizes))
+        parts = dict(zip(axes, unflatten(Lin.of(w), sizes), strict=True))
         merged = tuple(parts.get(k, e) for k, e in enumerate(full))
         mat = self.s.part.materialized
         root = node.src[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from luminal.compiler.backends.cpu import toolchain
+from luminal.compiler.backends.cpu import stencil, toolchain
 from luminal.compiler.backends.cpu.native import open_library
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import Variant
@@ -66,7 +66,7 @@ def efficiency(
     if variant.impl == "winograd4":
         # F(4x4, 3x3): 36 multiply-adds per 16 outputs (2.25 per output, F(2x2): 4).
         return 0.9 * 1.4
-    if variant.impl in ("stencil", "stencil-half"):  # the same loop; measurement decides
+    if variant.impl in stencil.IMPLS:  # full or half width: the same loop, measured apart
         # A depthwise convolution's product, vectorized along the output row: measured
         # 5-25 GFLOP/s on mobilenet_v2's 3x3 layers where the GEMM kernel ran at 0.1-3.
         return 0.3

@@ -7,7 +7,6 @@ inlines only what is marked `always_inline`."""
 
 from __future__ import annotations
 
-import ctypes
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from luminal.compiler.backends.cpu import cexpr, codegen, toolchain
+from luminal.compiler.backends.cpu.native import NativeRunner, open_library
 from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, GraphBuilder
@@ -43,24 +43,26 @@ def test_helpers_stay_inline_when_the_compiler_inlines_nothing(tmp_path) -> None
     y = m.add(b, silu, m.log(b, m.add(b, m.mul(b, x, x), b.const(np.float32(1)))))  # log2
     graph = b.build({"y": y})
     flags, features = toolchain.feature_flags(detect_cpu())
-    source = codegen.generate(schedule(graph), codegen.options_for(features, True))
+    sched = schedule(graph)
+    source = codegen.generate(sched, codegen.options_for(features, True))
+    data = toolchain.build_shared_library(source, tc, (*flags, "-fno-inline"))
     lib = tmp_path / "model.so"
-    lib.write_bytes(toolchain.build_shared_library(source, tc, (*flags, "-fno-inline")))
+    lib.write_bytes(data)
 
     symbols = subprocess.run(["nm", str(lib)], capture_output=True, text=True, check=True)
     out_of_line = {s for s in HELPERS if re.search(rf"\b{s}\b", symbols.stdout)}
     assert not out_of_line, f"helpers compiled out of line: {sorted(out_of_line)}"
 
-    # and the library still computes what the reference does
+    # and the library still computes what the reference does (the runner raises on a
+    # non-zero status from lum_run)
     feed = np.random.default_rng(0).standard_normal((4, 96)).astype(np.float32)
-    got = np.zeros((4, 96), np.float32)
-    dll = ctypes.CDLL(str(lib))
-    ins = (ctypes.c_void_p * 1)(feed.ctypes.data)
-    outs = (ctypes.c_void_p * 1)(got.ctypes.data)
-    sched = schedule(graph)
-    arena = np.zeros(max(sched.arena_bytes, 64) + 64, np.uint8)
-    weights = np.frombuffer(sched.weights_blob() or b"\0" * 64, np.uint8).copy()
-    ptr = ctypes.c_void_p
-    assert dll.lum_run(ptr(arena.ctypes.data), ptr(weights.ctypes.data), ins, outs) == 0
+    runner = NativeRunner(
+        open_library(data),
+        sched.weights_blob(),
+        sched.arena_bytes,
+        graph.input_specs(),
+        graph.output_specs(),
+    )
+    (got,) = runner.run([feed])
     want = reference.run(graph, {"x": feed})["y"]
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
