@@ -55,7 +55,9 @@ class PadCheck:
 
 
 def view_source(node: Node, src_shape: Shape, idx: Index) -> tuple[Index, tuple[PadCheck, ...]]:
-    """Source index of a view's element; PAD returns unclamped indices plus the checks."""
+    """Source index of a view's element; PAD returns unclamped indices plus the checks
+    that the index ranges (`Lin.bounds`) do not already prove (a pooling window's interior,
+    generated as loops of their own, reads without any)."""
     op, arg = node.op, node.arg
     if op is Op.RESHAPE:
         return unflatten(row_major(idx, node.shape), src_shape), ()
@@ -76,7 +78,8 @@ def view_source(node: Node, src_shape: Shape, idx: Index) -> tuple[Index, tuple[
         for e, (before, after), size in zip(idx, widths, src_shape, strict=True):
             shifted = e + (-before)
             out.append(shifted)
-            if before or after:
+            lo, hi = shifted.bounds
+            if (before or after) and not 0 <= lo <= hi < size:  # provably inside: no check
                 checks.append(PadCheck(shifted, size))
         return tuple(out), tuple(checks)
     raise AssertionError(f"{op} is not a view")

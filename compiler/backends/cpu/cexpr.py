@@ -47,8 +47,11 @@ PRELUDE = r"""#include <stdint.h>
    vectorization (efficientnet's SiLU depthwise convolutions ran 3x slower in the model
    than alone, and the search, timing every candidate in one larger file, chose a GEMM). */
 #define LUM_INLINE static inline __attribute__((always_inline))
-LUM_INLINE float lum_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-LUM_INLINE double lum_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+/* max(a, b), NaN kept: two selects of one comparison each.  Written with `a != a || a > b`,
+   GCC could not if-convert it inside an `omp simd` loop ("control flow in loop"), and a
+   sum over ReLU values (ResNet's last Add + ReLU + average pool) ran scalar and branchy. */
+LUM_INLINE float lum_maxf(float a, float b) { const float m = a > b ? a : b; return a != a ? a : m; }
+LUM_INLINE double lum_maxd(double a, double b) { const double m = a > b ? a : b; return a != a ? a : m; }
 #pragma omp declare reduction(lum_maxf : float : omp_out = lum_maxf(omp_out, omp_in)) initializer(omp_priv = -INFINITY)
 #pragma omp declare reduction(lum_maxd : double : omp_out = lum_maxd(omp_out, omp_in)) initializer(omp_priv = -INFINITY)
 LUM_INLINE float lum_bits_f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
