@@ -10,7 +10,7 @@ and contractions get a register-blocked loop nest with tile sizes MR x NR.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from luminal.compiler.backends.cpu import (
@@ -49,6 +49,9 @@ PARALLEL_MIN_WORK = 1 << 16
 #: Reductions of at most this many elements per output (pooling windows) are unrolled
 #: rather than vectorized along the reduction, so the loop over outputs vectorizes.
 SHORT_REDUCTION = 16
+
+#: Writes one output element at a depth, each loop variable replaced as the map says.
+_PointWriter = Callable[[list[str], int, Mapping[Var, Lin]], None]
 
 #: The C function computing a recognized composite (`backends.idioms`): one `vroundps`,
 #: vectorized by GCC, where the primitives cost tens of cycles an element (BERT's QDQ
@@ -307,12 +310,20 @@ class _KernelWriter:
             self._pad_rows(out, pad_of)
             return
         idx, loops = self._split_views(*self._loops(node.shape, "i"))
-        depth = self._open(out, loops, 1, True, _numel(node.shape))
-        body = _Body(self, depth)
-        v = body.value(self.k.node, idx, top=self.k.dest == self.s.homes.get(self.k.node))
-        out.extend(body.lines)
-        out.append("    " * depth + f"out[{row_major(idx, node.shape).c()}] = {v};")
-        self._close(out, loops, depth)
+        top = self.k.dest == self.s.homes.get(self.k.node)
+
+        def point(out: list[str], depth: int, at: Mapping[Var, Lin]) -> None:
+            here = tuple(e.substitute(dict(at)) for e in idx)
+            body = _Body(self, depth)
+            v = body.value(self.k.node, here, top=top)
+            out.extend(body.lines)
+            out.append("    " * depth + f"out[{row_major(here, node.shape).c()}] = {v};")
+
+        # a padded read fused with other work (a pad of a transpose): borders and interior
+        interior = self._window_interior(self.k.node, idx, loops[1:], top)
+        depth = self._open(out, loops[: 1 if interior else None], 1, True, _numel(node.shape))
+        self._window_points(out, depth, tuple(loops[1:] if interior else ()), interior, {}, point)
+        self._close(out, loops[: 1 if interior else None], depth)
 
     def _split_views(
         self, idx: Index, loops: list[tuple[str, int]]
@@ -435,18 +446,19 @@ class _KernelWriter:
         short = bool(rloops) and _numel(tuple(d for _, d in rloops)) <= SHORT_REDUCTION
         # the first loop is the one split across threads: only the loops inside it split
         interior = self._window_interior(node.src[0], tuple(full), oloops[1:]) if short else {}
-        if not interior:
-            depth = self._open(out, oloops, 1, True, _numel(src.shape))
-            self._reduce_point(out, depth, node, tuple(full), oidx, rloops)
-            self._close(out, oloops, depth)
-            return
-        depth = self._open(out, oloops[:1], 1, True, _numel(src.shape))
-        point = _Point(node, tuple(full), oidx, tuple(rloops))
-        self._window_points(out, depth, point, tuple(oloops[1:]), interior, {})
-        self._close(out, oloops[:1], depth)
+
+        def point(out: list[str], depth: int, at: Mapping[Var, Lin]) -> None:
+            here = tuple(e.substitute(dict(at)) for e in full)
+            ohere = tuple(e.substitute(dict(at)) for e in oidx)
+            self._reduce_point(out, depth, node, here, ohere, rloops)
+
+        inner = oloops[: 1 if interior else None]
+        depth = self._open(out, inner, 1, True, _numel(src.shape))
+        self._window_points(out, depth, tuple(oloops[1:] if interior else ()), interior, {}, point)
+        self._close(out, inner, depth)
 
     def _window_interior(
-        self, src: int, full: Index, loops: Sequence[tuple[str, int]]
+        self, src: int, full: Index, loops: Sequence[tuple[str, int]], top: bool = False
     ) -> dict[str, tuple[int, int]]:
         """Per output loop, the range [lo, hi) of its variable where every padded read of a
         short reduction's window is in bounds, when narrower than the loop.  In there the
@@ -457,7 +469,7 @@ class _KernelWriter:
         reads keep: a check c*v + rest within [0, size), c > 0, holds for every v with
         c*v + min(rest) >= 0 and c*v + max(rest) < size."""
         probe = _Body(self, 0)
-        probe.value(src, full)
+        probe.value(src, full, top=top)
         ranges: dict[str, tuple[int, int]] = {}
         for name, size in loops:
             v = Var(name, size)
@@ -477,18 +489,17 @@ class _KernelWriter:
         self,
         out: list[str],
         depth: int,
-        point: _Point,
         loops: tuple[tuple[str, int], ...],
         interior: Mapping[str, tuple[int, int]],
         at: dict[Var, Lin],
+        point: _PointWriter,
     ) -> None:
         """The loops over outputs, each one with an interior range split in three: the
         border before, the interior (where the loops inside it split too), the border
-        after.  The borders keep their bounds checks."""
+        after; `point` writes one output element with each loop variable replaced as
+        `at` says.  The borders keep their bounds checks."""
         if not loops:
-            full = tuple(e.substitute(at) for e in point.full)
-            oidx = tuple(e.substitute(at) for e in point.oidx)
-            self._reduce_point(out, depth, point.node, full, oidx, list(point.rloops))
+            point(out, depth, at)
             return
         (name, size), rest = loops[0], loops[1:]
         if name not in interior:
@@ -502,7 +513,7 @@ class _KernelWriter:
                 loop = [(piece, hi - lo)]
                 d = self._open(out, loop, depth, False, 0)
                 here = {**at, Var(name, size): Lin(const=lo) + Var(piece, hi - lo)}
-                self._window_points(out, d, point, rest, inner, here)
+                self._window_points(out, d, rest, inner, here, point)
                 self._close(out, loop, d)
 
     def _merged_reduction(
@@ -735,16 +746,6 @@ def _numel(shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= d
     return n
-
-
-@dataclass(frozen=True)
-class _Point:
-    """One output element of a reduction: its source index, output index and loops."""
-
-    node: Node
-    full: Index
-    oidx: Index
-    rloops: tuple[tuple[str, int], ...]
 
 
 class _Body:

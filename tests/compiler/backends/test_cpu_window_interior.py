@@ -1,4 +1,5 @@
-"""A short reduction over a padded window (a max or average pool with pads) runs its
+"""A short reduction over a padded window (a max or average pool with pads), or an
+elementwise kernel reading through a pad fused with other work, runs its
 output loops in three ranges each (`codegen._window_interior`): the borders keep the
 bounds checks, the interior reads with none, so the loop over outputs vectorizes.  And
 `lum_maxf` is written so that GCC vectorizes it inside an `omp simd` loop (a sum over
@@ -115,3 +116,26 @@ def test_a_sum_over_relu_values_vectorizes_and_keeps_nan(tmp_path) -> None:  # t
     want = reference.run(graph, feeds)["y"]
     assert np.isnan(got[5]) and np.isnan(want[5])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def transposed_pad() -> Graph:
+    """A channels-last map padded for a convolution in NCHW: a pad of a permute, which
+    no row copy does (convnext's stem: LayerNorm2d's transpose back, then the pad)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 7, 9, 6), DType.F32)  # n, h, w, c
+    nchw = b.permute(x, (0, 3, 1, 2))
+    return b.build({"y": b.pad(nchw, ((0, 0), (0, 0), (3, 3), (3, 3)))})
+
+
+def test_an_elementwise_pad_of_a_permute_splits_around_an_unchecked_interior(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    graph = transposed_pad()
+    kernels = kernel_source(graph).split("static int k", 1)[1]
+    loops = re.findall(r"for \(int64_t (i\d(?:_\d)?) = 0; \1 < (\d+);", kernels)
+    # 13 rows: 3 above, 7 read, 3 below; 15 columns within each read row: 3, 9, 3
+    assert [n for n, _ in loops[1:]] == ["i2_0", "i3", "i2_1", "i3_0", "i3_1", "i3_2", "i2_2", "i3"]
+    assert [d for _, d in loops[1:]] == ["3", "15", "7", "3", "9", "3", "3", "15"]
+    interior = kernels.split("i3_1 < 9;")[1].split("out[")[0]
+    assert "lum_clamp" not in interior and ">= 0" not in interior
+    feed = np.random.default_rng(4).standard_normal((1, 7, 9, 6)).astype(np.float32)
+    got = compile_and_run(graph, {"x": feed}, tmp_path)["y"]
+    np.testing.assert_array_equal(got, reference.run(graph, {"x": feed})["y"])
