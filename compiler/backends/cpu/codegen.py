@@ -321,9 +321,7 @@ class _KernelWriter:
 
         # a padded read fused with other work (a pad of a transpose): borders and interior
         interior = self._window_interior(self.k.node, idx, loops[1:], top)
-        depth = self._open(out, loops[: 1 if interior else None], 1, True, _numel(node.shape))
-        self._window_points(out, depth, tuple(loops[1:] if interior else ()), interior, {}, point)
-        self._close(out, loops[: 1 if interior else None], depth)
+        self._output_nest(out, loops, _numel(node.shape), interior, point)
 
     def _split_views(
         self, idx: Index, loops: list[tuple[str, int]]
@@ -443,31 +441,44 @@ class _KernelWriter:
         merged = self._merged_reduction(node, tuple(full), axes)
         if merged is not None:
             full, rloops = list(merged[0]), [merged[1]]
-        short = bool(rloops) and _numel(tuple(d for _, d in rloops)) <= SHORT_REDUCTION
         # the first loop is the one split across threads: only the loops inside it split
-        interior = self._window_interior(node.src[0], tuple(full), oloops[1:]) if short else {}
+        interior = (
+            self._window_interior(node.src[0], tuple(full), oloops[1:]) if _short(rloops) else {}
+        )
 
         def point(out: list[str], depth: int, at: Mapping[Var, Lin]) -> None:
             here = tuple(e.substitute(dict(at)) for e in full)
             ohere = tuple(e.substitute(dict(at)) for e in oidx)
             self._reduce_point(out, depth, node, here, ohere, rloops)
 
-        inner = oloops[: 1 if interior else None]
-        depth = self._open(out, inner, 1, True, _numel(src.shape))
-        self._window_points(out, depth, tuple(oloops[1:] if interior else ()), interior, {}, point)
-        self._close(out, inner, depth)
+        self._output_nest(out, oloops, _numel(src.shape), interior, point)
+
+    def _output_nest(
+        self,
+        out: list[str],
+        loops: list[tuple[str, int]],
+        work: int,
+        interior: Mapping[str, tuple[int, int]],
+        point: _PointWriter,
+    ) -> None:
+        """The loops over a kernel's outputs around `point`: the first one split across
+        threads, those inside it in borders and interior where `interior` says."""
+        outer = loops[:1] if interior else loops
+        depth = self._open(out, outer, 1, True, work)
+        self._window_points(out, depth, tuple(loops[1:]) if interior else (), interior, {}, point)
+        self._close(out, outer, depth)
 
     def _window_interior(
         self, src: int, full: Index, loops: Sequence[tuple[str, int]], top: bool = False
     ) -> dict[str, tuple[int, int]]:
-        """Per output loop, the range [lo, hi) of its variable where every padded read of a
-        short reduction's window is in bounds, when narrower than the loop.  In there the
-        window reads with no bounds check and no clamp (`view_source` drops the checks
-        that the narrowed ranges prove), so the loop over outputs vectorizes; with them,
-        the clamped reads are gathers and GCC left ResNet's 3x3 max pool scalar (0.66 ms
-        on one thread against ONNX Runtime's 0.10).  Found from the checks the window's
-        reads keep: a check c*v + rest within [0, size), c > 0, holds for every v with
-        c*v + min(rest) >= 0 and c*v + max(rest) < size."""
+        """Per output loop, the range [lo, hi) of its variable where every padded read of
+        node `src` at `full` is in bounds (a pooling window's, a pad's), when narrower than
+        the loop.  In there the reads need no bounds check and no clamp (`view_source`
+        drops the checks that the narrowed ranges prove), so the loop over outputs
+        vectorizes; with them, the clamped reads are gathers and GCC left ResNet's 3x3 max
+        pool scalar (0.66 ms on one thread against ONNX Runtime's 0.10).  Found from the
+        checks the reads keep: a check c*v + rest within [0, size), c > 0, holds for every
+        v with c*v + min(rest) >= 0 and c*v + max(rest) < size."""
         probe = _Body(self, 0)
         probe.value(src, full, top=top)
         ranges: dict[str, tuple[int, int]] = {}
@@ -572,7 +583,7 @@ class _KernelWriter:
             combine = cexpr.binary(Op.MAX, node.dtype, "acc", v)
             red = {DType.F32: "lum_maxf", DType.F64: "lum_maxd"}.get(node.dtype, "max")
         out.append("    " * depth + f"acc = {combine};")
-        if rloops and _numel(tuple(d for _, d in rloops)) <= SHORT_REDUCTION:
+        if _short(rloops):
             # A short reduction (a pooling window) is unrolled, so that the loop over the
             # outputs around it is innermost and vectorizes instead.
             for k in reversed(range(first, first + len(rloops))):
@@ -739,6 +750,11 @@ class _KernelWriter:
         for _ in range(len(outer) + 2):
             d -= 1
             out.append("    " * d + "}")
+
+
+def _short(rloops: Sequence[tuple[str, int]]) -> bool:
+    """Whether a reduction's loops are a short window (unrolled, outputs vectorized)."""
+    return bool(rloops) and _numel(tuple(d for _, d in rloops)) <= SHORT_REDUCTION
 
 
 def _numel(shape: tuple[int, ...]) -> int:
