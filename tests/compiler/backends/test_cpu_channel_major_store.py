@@ -1,0 +1,44 @@
+"""A convolution tile stored into a channel-major (NCHW) output goes through the epilogue
+tile and is copied out by channel; a full tile's copy has constant trip counts, which GCC
+unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
+channels than a tile) keep the general copy.  Both against ONNX Runtime."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+import pytest
+
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.frontend.onnx import load
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.schedule import schedule
+from luminal.references.oracle import run_oracle
+from tests.helpers.compiled import compile_and_run
+from tests.helpers.onnx_cases import node_model
+
+
+@pytest.mark.parametrize(("size", "channels"), [(20, 32), (17, 40)])
+def test_full_and_ragged_channel_major_tiles_match_onnxruntime(
+    size: int, channels: int, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(size)
+    x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
+    w = rng.standard_normal((channels, 3, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(channels).astype(np.float32)
+    model = node_model(
+        "Conv", [x, w, bias], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, consts=(1, 2)
+    )
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, path)
+    graph = load(path).graph
+    _, features = toolchain.feature_flags(detect_cpu())
+    source = codegen.generate(schedule(graph), codegen.options_for(features, True))
+    if "etile" not in source:
+        pytest.skip("this CPU's plan stores the convolution by rows")
+    assert re.search(r"if \(mr == \d+ && nr == \d+\) \{", source)  # the full tile's copy
+    got = compile_and_run(graph, {"in0": x}, tmp_path)["out0"]
+    want = run_oracle("onnxruntime", path, {"in0": x})["out0"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
