@@ -51,7 +51,7 @@ PARALLEL_MIN_WORK = 1 << 16
 SHORT_REDUCTION = 16
 
 #: Writes one output element at a depth, each loop variable replaced as the map says.
-_PointWriter = Callable[[list[str], int, Mapping[Var, Lin]], None]
+_PointWriter = Callable[[list[str], int, dict[Var, Lin]], None]
 
 #: The C function computing a recognized composite (`backends.idioms`): one `vroundps`,
 #: vectorized by GCC, where the primitives cost tens of cycles an element (BERT's QDQ
@@ -312,8 +312,8 @@ class _KernelWriter:
         idx, loops = self._split_views(*self._loops(node.shape, "i"))
         top = self.k.dest == self.s.homes.get(self.k.node)
 
-        def point(out: list[str], depth: int, at: Mapping[Var, Lin]) -> None:
-            here = tuple(e.substitute(dict(at)) for e in idx)
+        def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
+            here = _substituted(idx, at)
             body = _Body(self, depth)
             v = body.value(self.k.node, here, top=top)
             out.extend(body.lines)
@@ -446,10 +446,10 @@ class _KernelWriter:
             self._window_interior(node.src[0], tuple(full), oloops[1:]) if _short(rloops) else {}
         )
 
-        def point(out: list[str], depth: int, at: Mapping[Var, Lin]) -> None:
-            here = tuple(e.substitute(dict(at)) for e in full)
-            ohere = tuple(e.substitute(dict(at)) for e in oidx)
-            self._reduce_point(out, depth, node, here, ohere, rloops)
+        def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
+            self._reduce_point(
+                out, depth, node, _substituted(tuple(full), at), _substituted(oidx, at), rloops
+            )
 
         self._output_nest(out, oloops, _numel(src.shape), interior, point)
 
@@ -750,6 +750,10 @@ class _KernelWriter:
         for _ in range(len(outer) + 2):
             d -= 1
             out.append("    " * d + "}")
+
+
+def _substituted(idx: Index, at: dict[Var, Lin]) -> Index:
+    return tuple(e.substitute(at) for e in idx)
 
 
 def _short(rloops: Sequence[tuple[str, int]]) -> bool:
