@@ -46,6 +46,12 @@ from luminal.compiler.schedule.variant import DEFAULT, Variant
 #: against 2^18, which had suited OpenMP's fork and barrier; 2^14 and 2^15 no better).
 PARALLEL_MIN_WORK = 1 << 16
 
+#: f32 outputs of at least this many bytes are written with non-temporal stores
+#: (`cexpr`'s `lum_stream_f32`) where a kernel stores whole rows: larger than one core's
+#: L2 cache (1-2 MiB on current x86), the output would not stay there for its reader, and
+#: a cached store first reads every line it writes.
+STREAM_MIN_BYTES = 2 << 20
+
 #: Reductions of at most this many elements per output (pooling windows) are unrolled
 #: rather than vectorized along the reduction, so the loop over outputs vectorizes.
 SHORT_REDUCTION = 16
@@ -194,6 +200,7 @@ class _KernelWriter:
         self.counter = 0
         self.pointers: dict[int, str] = {}
         self.uses_err = False
+        self.streamed = False  # a store was non-temporal: the function ends with a fence
         self.helpers: list[str] = []  # file-scope C the function needs (tables, micro-kernels)
         # Set when the outer loop runs on the thread pool: (C expression of its trip
         # count, chunk grain or "0" for automatic); the loop then spans [lum_lo, lum_hi).
@@ -227,7 +234,8 @@ class _KernelWriter:
         )
         args = "uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs"
         unused = "    (void)arena; (void)weights; (void)inputs; (void)outputs;\n    int err = 0;\n"
-        code = "\n".join(ptrs) + "\n" + "\n".join(body) + "\n    return err;\n}\n"
+        fence = "\n    LUM_SFENCE();" if self.streamed else ""
+        code = "\n".join(ptrs) + "\n" + "\n".join(body) + fence + "\n    return err;\n}\n"
         helpers = "".join(h + "\n" for h in self.helpers)
         if self.pool is None:
             return helpers + comment + f"static int {self.name}({args}) {{\n" + unused + code
@@ -242,6 +250,12 @@ class _KernelWriter:
             f"    return lum_parallel({count}, {grain}, {self.name}_part, arena, weights, inputs, outputs);\n}}\n"
         )
         return helpers + comment + part + call
+
+    @property
+    def streams(self) -> bool:
+        """Whether the output is written past the caches (`STREAM_MIN_BYTES`)."""
+        node = self.g.nodes[self.k.node]
+        return node.dtype is DType.F32 and _numel(node.shape) * 4 >= STREAM_MIN_BYTES
 
     def _address(self, place: Place) -> str:
         if place.kind == "input":

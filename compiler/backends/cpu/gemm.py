@@ -520,7 +520,11 @@ class _Gemm:
             self._store_rows(out, ind)
 
     def _store_rows(self, out: list[str], ind: str) -> None:
+        """The tile to the output row by row, through the epilogue.  A full row that is
+        contiguous in a large output (`_KernelWriter.streams`) goes through a row buffer
+        to non-temporal stores (`lum_stream_f32`)."""
         w, lay, NR = self.w, self.lay, self.NR
+        stream = w.streams and lay.out.coeff(lay.n) == 1
         out.append(ind + "for (int64_t mi = 0; mi < mr; mi++) {")
         out.append(ind + "    const int64_t r = m0 + mi;")
         out.extend(self._decl(lay.rows, "r", ind + "    "))
@@ -528,9 +532,18 @@ class _Gemm:
         for full in (True, False):
             bound = str(NR) if full else "nr"
             out.append(ind + (f"    if (nr == {NR}) {{" if full else "    } else {"))
+            if full and stream:
+                out.append(ind + f"        float st[{NR}] __attribute__((aligned(64)));")
             out.append(ind + f"        for (int64_t ni = 0; ni < {bound}; ni++) {{")
             out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
-            w._store(out, len(ind) // 4 + 3, lay.out, "tr[ni]", self.acc_t)
+            dest = "st[ni]" if full and stream else None
+            w._store(out, len(ind) // 4 + 3, lay.out, "tr[ni]", self.acc_t, dest)
             out.append(ind + "        }")
+            if full and stream:
+                w.streamed = True
+                out.append(ind + "        {")
+                out.append(ind + f"            const int64_t {lay.n.name} = n0;")
+                out.append(ind + f"            lum_stream_f32(out + ({lay.out.c()}), st, {NR});")
+                out.append(ind + "        }")
         out.append(ind + "    }")
         out.append(ind + "}")

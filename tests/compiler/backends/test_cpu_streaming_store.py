@@ -1,0 +1,47 @@
+"""A contraction whose f32 output is larger than `codegen.STREAM_MIN_BYTES` stores its full
+rows through a row buffer and `lum_stream_f32` (non-temporal stores for the 64-byte
+aligned middle, plain ones for the ends) and fences before it returns; a smaller output
+stores directly.  Rows of 1000 floats start at every alignment, so the ends are covered.
+Both against ONNX Runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.frontend.onnx import load
+from luminal.compiler.hardware import detect_cpu
+from luminal.compiler.schedule import schedule
+from luminal.references.oracle import run_oracle
+from tests.helpers.compiled import compile_and_run
+
+
+@pytest.mark.parametrize("rows", [600, 40])
+def test_large_outputs_stream_and_match_onnxruntime(rows: int, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 1000)).astype(np.float32)
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+            "mm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 1000])],
+            [numpy_helper.from_array(w, "w")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    path = tmp_path / "mm.onnx"
+    onnx.save(model, path)
+    graph = load(path).graph
+    _, features = toolchain.feature_flags(detect_cpu())
+    source = codegen.generate(schedule(graph), codegen.options_for(features, True))
+    large = rows * 1000 * 4 >= codegen.STREAM_MIN_BYTES
+    assert ("lum_stream_f32(out" in source) is large
+    assert ("LUM_SFENCE();" in source) is large
+    got = compile_and_run(graph, {"x": x}, tmp_path)["y"]
+    want = run_oracle("onnxruntime", path, {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
