@@ -1,7 +1,8 @@
 """A convolution tile stored into a channel-major (NCHW) output goes through the epilogue
 tile and is copied out by channel; a full tile's copy has constant trip counts, which GCC
 unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
-channels than a tile) keep the general copy.  Both against ONNX Runtime."""
+channels than a tile) keep the general copy.  An epilogue that reads a residual runs
+on the transposed tile instead.  Against ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from luminal.compiler.backends.cpu import codegen, toolchain
 from luminal.compiler.frontend.onnx import load
@@ -41,4 +43,46 @@ def test_full_and_ragged_channel_major_tiles_match_onnxruntime(
     assert re.search(r"if \(mr == \d+ && nr == \d+\) \{", source)  # the full tile's copy
     got = compile_and_run(graph, {"in0": x}, tmp_path)["out0"]
     want = run_oracle("onnxruntime", path, {"in0": x})["out0"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("size", "channels"), [(20, 32), (17, 40)])
+def test_residual_epilogue_runs_transposed_and_matches_onnxruntime(
+    size: int, channels: int, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """A channel-major tile whose epilogue adds a residual is transposed first, and the
+    epilogue runs along the positions (`gemm._store_transposed`): full and ragged tiles."""
+    rng = np.random.default_rng(size + 1)
+    x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
+    w = rng.standard_normal((channels, 3, 3, 3)).astype(np.float32)
+    out_size = (size + 1) // 2
+    res = rng.standard_normal((1, channels, out_size, out_size)).astype(np.float32)
+    model = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+                helper.make_node("Add", ["c", "r"], ["s"]),
+                helper.make_node("Relu", ["s"], ["y"]),
+            ],
+            "conv_residual",
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                helper.make_tensor_value_info("r", TensorProto.FLOAT, list(res.shape)),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(res.shape))],
+            [numpy_helper.from_array(w, "w")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    path = tmp_path / "conv_residual.onnx"
+    onnx.save(model, path)
+    graph = load(path).graph
+    _, features = toolchain.feature_flags(detect_cpu())
+    source = codegen.generate(schedule(graph), codegen.options_for(features, True))
+    if "etile" not in source and "ttile" not in source:
+        pytest.skip("this CPU's plan stores the convolution by rows")
+    assert "ttile[ni * " in source and "etile" not in source
+    feeds = {"x": x, "r": res}
+    got = compile_and_run(graph, feeds, tmp_path)["y"]
+    want = run_oracle("onnxruntime", path, feeds)["y"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
