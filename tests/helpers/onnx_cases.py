@@ -65,6 +65,32 @@ def node_model(
     return model
 
 
+def chain_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str],
+    consts: Mapping[str, np.ndarray] | None = None,
+    opset: int = 17,
+) -> onnx.ModelProto:
+    """A graph of several nodes: `inputs` fed at run time (by name, shaped as the arrays),
+    `consts` as initializers, `outputs` shaped by inference."""
+    graph = helper.make_graph(
+        list(nodes),
+        "chain_test",
+        [
+            helper.make_tensor_value_info(name, NP_TO_ONNX[a.dtype], a.shape)
+            for name, a in inputs.items()
+        ],
+        [helper.make_empty_tensor_value_info(o) for o in outputs],
+        initializer=[
+            numpy_helper.from_array(np.asarray(a), name) for name, a in (consts or {}).items()
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return onnx.shape_inference.infer_shapes(model)
+
+
 def feeds_of(
     model: onnx.ModelProto, inputs: Sequence[np.ndarray | None], consts: Sequence[int]
 ) -> dict[str, np.ndarray]:

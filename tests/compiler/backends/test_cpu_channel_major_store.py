@@ -11,7 +11,7 @@ import re
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from luminal.compiler.backends.cpu import codegen, toolchain
 from luminal.compiler.frontend.onnx import load
@@ -19,7 +19,7 @@ from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.schedule import schedule
 from luminal.references.oracle import run_oracle
 from tests.helpers.compiled import compile_and_run
-from tests.helpers.onnx_cases import node_model
+from tests.helpers.onnx_cases import chain_model, node_model
 
 
 @pytest.mark.parametrize(("size", "channels"), [(20, 32), (17, 40)])
@@ -57,23 +57,12 @@ def test_residual_epilogue_runs_transposed_and_matches_onnxruntime(
     w = rng.standard_normal((channels, 3, 3, 3)).astype(np.float32)
     out_size = (size + 1) // 2
     res = rng.standard_normal((1, channels, out_size, out_size)).astype(np.float32)
-    model = helper.make_model(
-        helper.make_graph(
-            [
-                helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
-                helper.make_node("Add", ["c", "r"], ["s"]),
-                helper.make_node("Relu", ["s"], ["y"]),
-            ],
-            "conv_residual",
-            [
-                helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
-                helper.make_tensor_value_info("r", TensorProto.FLOAT, list(res.shape)),
-            ],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(res.shape))],
-            [numpy_helper.from_array(w, "w")],
-        ),
-        opset_imports=[helper.make_opsetid("", 17)],
-    )
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Add", ["c", "r"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    model = chain_model(nodes, {"x": x, "r": res}, ["y"], {"w": w})
     path = tmp_path / "conv_residual.onnx"
     onnx.save(model, path)
     graph = load(path).graph

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from luminal.compiler.backends.cpu import codegen, toolchain
 from luminal.compiler.frontend.onnx import load
@@ -17,6 +17,7 @@ from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.schedule import schedule
 from luminal.references.oracle import run_oracle
 from tests.helpers.compiled import compile_and_run
+from tests.helpers.onnx_cases import chain_model
 
 
 @pytest.mark.parametrize("rows", [600, 40])
@@ -24,16 +25,8 @@ def test_large_outputs_stream_and_match_onnxruntime(rows: int, tmp_path) -> None
     rng = np.random.default_rng(rows)
     x = rng.standard_normal((rows, 8)).astype(np.float32)
     w = rng.standard_normal((8, 1000)).astype(np.float32)
-    model = helper.make_model(
-        helper.make_graph(
-            [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
-            "mm",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 1000])],
-            [numpy_helper.from_array(w, "w")],
-        ),
-        opset_imports=[helper.make_opsetid("", 17)],
-    )
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])]
+    model = chain_model(nodes, {"x": x}, ["y"], {"w": w})
     path = tmp_path / "mm.onnx"
     onnx.save(model, path)
     graph = load(path).graph
