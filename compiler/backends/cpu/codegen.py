@@ -46,10 +46,11 @@ from luminal.compiler.schedule.variant import DEFAULT, Variant
 #: against 2^18, which had suited OpenMP's fork and barrier; 2^14 and 2^15 no better).
 PARALLEL_MIN_WORK = 1 << 16
 
-#: f32 outputs of at least this many bytes are written with non-temporal stores
-#: (`cexpr`'s `lum_stream_f32`) where a kernel stores whole rows: larger than one core's
-#: L2 cache (1-2 MiB on current x86), the output would not stay there for its reader, and
-#: a cached store first reads every line it writes.
+#: f32 outputs of at least this many bytes, read only by elementwise kernels, are written
+#: with non-temporal stores (`cexpr`'s `lum_stream_f32`) where a kernel stores whole rows:
+#: larger than one core's L2 cache (1-2 MiB on current x86), the output would not stay
+#: there for its reader, and a cached store first reads every line it writes.  A matrix
+#: product reading it in tiles wants it in cache (convnext_tiny: 0.991x streamed).
 STREAM_MIN_BYTES = 2 << 20
 
 #: Reductions of at most this many elements per output (pooling windows) are unrolled
@@ -253,9 +254,12 @@ class _KernelWriter:
 
     @property
     def streams(self) -> bool:
-        """Whether the output is written past the caches (`STREAM_MIN_BYTES`)."""
+        """Whether the output is written past the caches (`STREAM_MIN_BYTES`): when every
+        kernel reading it reads it once, in order (elementwise)."""
         node = self.g.nodes[self.k.node]
-        return node.dtype is DType.F32 and _numel(node.shape) * 4 >= STREAM_MIN_BYTES
+        if node.dtype is not DType.F32 or _numel(node.shape) * 4 < STREAM_MIN_BYTES:
+            return False
+        return all(k.kind == "elementwise" for k in self.s.kernels if self.k.node in k.reads)
 
     def _address(self, place: Place) -> str:
         if place.kind == "input":
