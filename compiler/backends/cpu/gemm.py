@@ -28,6 +28,7 @@ weights, once, while computing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from luminal.compiler.backends.cpu import cexpr
@@ -459,71 +460,77 @@ class _Gemm:
             out.append(ind + "    (void)q;")
             out.extend(self._decl(inner, "q", ind + "    "))
             out.append(ind + f"    const int64_t {last.name}0 = m0 % {size};")
-            src = "tile"
             if self.w.has_epilogue and self._reads_like_output():
                 self._store_transposed(out, ind + "    ", last)
-                out.append(ind + "} else {")
-                self._store_rows(out, ind + "    ")
-                out.append(ind + "}")
-                return
-            if self.w.has_epilogue:
-                # The epilogue along the tile's rows first (unit stride in the tile, a
-                # constant trip count: vectorized), the stores by column afterwards.
-                # Computed in the store loop (rows inner, stride NR in the tile) it ran
-                # scalar: a SiLU after efficientnet's first convolution cost 0.9 ms
-                # of exp2 alone.
-                src = "etile"
-                NR = self.NR
-                out.append(ind + f"    float etile[{self.MR * NR}] __attribute__((aligned(64)));")
-                out.append(ind + "    for (int64_t mi = 0; mi < mr; mi++) {")
-                out.append(ind + f"        const int64_t {last.name} = {last.name}0 + mi;")
-                for full in (True, False):
-                    bound = str(NR) if full else "nr"
-                    out.append(
-                        ind + (f"        if (nr == {NR}) {{" if full else "        } else {")
-                    )
-                    out.append(ind + f"            for (int64_t ni = 0; ni < {bound}; ni++) {{")
-                    out.append(ind + f"                const int64_t {lay.n.name} = n0 + ni;")
-                    self.w._store(
-                        out,
-                        len(ind) // 4 + 4,
-                        out_off,
-                        f"tile[mi * {NR} + ni]",
-                        self.acc_t,
-                        dest=f"etile[mi * {NR} + ni]",
-                    )
-                    out.append(ind + "            }")
-                out.append(ind + "        }")
-                out.append(ind + "    }")
-
-            def copy(nb: str, mb: str) -> None:  # the tile to the output, by column
-                out.append(ind + f"    for (int64_t ni = 0; ni < {nb}; ni++) {{")
-                out.append(ind + f"        const int64_t {lay.n.name} = n0 + ni;")
-                out.append(ind + f"        for (int64_t mi = 0; mi < {mb}; mi++) {{")
-                out.append(ind + f"            const int64_t {last.name} = {last.name}0 + mi;")
-                value = f"{src}[mi * {self.NR} + ni]"
-                if src == "tile":
-                    self.w._store(out, len(ind) // 4 + 3, out_off, value, self.acc_t)
-                else:
-                    out.append(ind + f"            out[{out_off.c()}] = {value};")
-                out.append(ind + "        }")
-                out.append(ind + "    }")
-
-            if src == "etile":
-                # a full tile's copy in constant trip counts, which GCC unrolls and
-                # vectorizes (a tile of 8 positions: 8 floats per channel); 3x3/2 stem -15%
-                out.append(ind + f"    if (mr == {self.MR} && nr == {self.NR}) {{")
-                copy(str(self.NR), str(self.MR))
-                out.append(ind + "    } else {")
-                copy("nr", "mr")
-                out.append(ind + "    }")
             else:
-                copy("nr", "mr")
+                self._store_by_column(out, ind, last)
             out.append(ind + "} else {")
             self._store_rows(out, ind + "    ")
             out.append(ind + "}")
         else:
             self._store_rows(out, ind)
+
+    def _store_by_column(self, out: list[str], ind: str, last: Var) -> None:
+        """A channel-major tile through the epilogue along its rows (channels) into a
+        second tile, then copied out by column (position runs per channel)."""
+        lay, out_off = self.lay, self.lay.out
+        src = "tile"
+        if self.w.has_epilogue:
+            # The epilogue along the tile's rows first (unit stride in the tile, a
+            # constant trip count: vectorized), the stores by column afterwards.
+            # Computed in the store loop (rows inner, stride NR in the tile) it ran
+            # scalar: a SiLU after efficientnet's first convolution cost 0.9 ms
+            # of exp2 alone.
+            src = "etile"
+            NR = self.NR
+            out.append(ind + f"    float etile[{self.MR * NR}] __attribute__((aligned(64)));")
+            out.append(ind + "    for (int64_t mi = 0; mi < mr; mi++) {")
+            out.append(ind + f"        const int64_t {last.name} = {last.name}0 + mi;")
+            for full in (True, False):
+                bound = str(NR) if full else "nr"
+                out.append(ind + (f"        if (nr == {NR}) {{" if full else "        } else {"))
+                out.append(ind + f"            for (int64_t ni = 0; ni < {bound}; ni++) {{")
+                out.append(ind + f"                const int64_t {lay.n.name} = n0 + ni;")
+                self.w._store(
+                    out,
+                    len(ind) // 4 + 4,
+                    out_off,
+                    f"tile[mi * {NR} + ni]",
+                    self.acc_t,
+                    dest=f"etile[mi * {NR} + ni]",
+                )
+                out.append(ind + "            }")
+            out.append(ind + "        }")
+            out.append(ind + "    }")
+
+        def copy(nb: str, mb: str) -> None:  # the tile to the output, by column
+            out.append(ind + f"    for (int64_t ni = 0; ni < {nb}; ni++) {{")
+            out.append(ind + f"        const int64_t {lay.n.name} = n0 + ni;")
+            out.append(ind + f"        for (int64_t mi = 0; mi < {mb}; mi++) {{")
+            out.append(ind + f"            const int64_t {last.name} = {last.name}0 + mi;")
+            value = f"{src}[mi * {self.NR} + ni]"
+            if src == "tile":
+                self.w._store(out, len(ind) // 4 + 3, out_off, value, self.acc_t)
+            else:
+                out.append(ind + f"            out[{out_off.c()}] = {value};")
+            out.append(ind + "        }")
+            out.append(ind + "    }")
+
+        if src == "etile":
+            # a full tile's copy in constant trip counts, which GCC unrolls and
+            # vectorizes (a tile of 8 positions: 8 floats per channel); 3x3/2 stem -15%
+            self._full_or_ragged(out, ind + "    ", copy)
+        else:
+            copy("nr", "mr")
+
+    def _full_or_ragged(self, out: list[str], ind: str, emit: Callable[[str, str], None]) -> None:
+        """`emit(columns, rows)` for a full tile, in constant trip counts (which GCC
+        unrolls and vectorizes), and for a ragged one, in the tile's `nr` and `mr`."""
+        out.append(ind + f"if (mr == {self.MR} && nr == {self.NR}) {{")
+        emit(str(self.NR), str(self.MR))
+        out.append(ind + "} else {")
+        emit("nr", "mr")
+        out.append(ind + "}")
 
     def _reads_like_output(self) -> bool:
         """Whether the epilogue reads a tensor laid out as the output (a residual): along
@@ -549,9 +556,8 @@ class _Gemm:
             ind
             + f"    for (int64_t mi = 0; mi < {MR}; mi++) ttile[ni * {MR} + mi] = tile[mi * {NR} + ni];"
         )
-        for full in (True, False):
-            nb, mb = (str(NR), str(MR)) if full else ("nr", "mr")
-            out.append(ind + (f"if (mr == {MR} && nr == {NR}) {{" if full else "} else {"))
+
+        def epilogue(nb: str, mb: str) -> None:  # by column, along the positions
             out.append(ind + f"    for (int64_t ni = 0; ni < {nb}; ni++) {{")
             out.append(ind + f"        const int64_t {lay.n.name} = n0 + ni;")
             out.append(ind + "        #pragma omp simd")
@@ -560,7 +566,8 @@ class _Gemm:
             self.w._store(out, len(ind) // 4 + 3, lay.out, f"ttile[ni * {MR} + mi]", self.acc_t)
             out.append(ind + "        }")
             out.append(ind + "    }")
-        out.append(ind + "}")
+
+        self._full_or_ragged(out, ind, epilogue)
 
     def _store_rows(self, out: list[str], ind: str) -> None:
         """The tile to the output row by row, through the epilogue.  A full row that is
