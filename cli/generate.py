@@ -4,6 +4,7 @@ decoder branch of `luminal compile DIR` (a Hugging Face model directory)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from luminal.cli.options import JsonOption
+from luminal.compiler.llm.placement import DEFAULT_SLACK, Objective
 from luminal.compiler.options import CompileOptions
 from luminal.errors import UsageError
 
@@ -19,7 +21,17 @@ if TYPE_CHECKING:  # the decoder modules import torch: loaded when a command nee
     from luminal.compiler.llm.decoder import DecoderBuild, Generation
     from luminal.compiler.llm.sampling import Sampling
 
-__all__ = ["compile_decoder_dir", "generate_cmd", "parse_sizes"]
+__all__ = ["Arbitration", "compile_decoder_dir", "generate_cmd", "parse_sizes"]
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """What `--cpus`, `--split`, `--objective` and `--slack` asked of the planner."""
+
+    cpus: list[str]
+    split: str | None
+    objective: Objective
+    slack: float
 
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:
@@ -139,6 +151,23 @@ def generate_cmd(
             help="With --cpus: run prefill and decode on these devices, e.g. cpu:0/cpu:1."
         ),
     ] = None,
+    objective: Annotated[
+        Objective,
+        typer.Option(
+            help="With --cpus: latency (least end to end) or cost (least device time x "
+            "price, a CPU set's price being its cores, each phase within --slack of its "
+            "fastest device).",
+            case_sensitive=False,
+        ),
+    ] = Objective.LATENCY,
+    slack: Annotated[
+        float,
+        typer.Option(
+            help="With --objective cost: how much slower than on its fastest device a "
+            "phase may run (1.2: 20%).",
+            min=1.0,
+        ),
+    ] = DEFAULT_SLACK,
     as_json: JsonOption = False,
 ) -> None:
     """Generate tokens with a decoder artifact: one prefill, then one step per token over
@@ -154,9 +183,11 @@ def generate_cmd(
 
       luminal generate gpt2.lmnl --prompt-ids 1,2,3 --cpus 0 --cpus 0-1
 
+      luminal generate gpt2.lmnl --prompt-ids 1,2,3 --cpus 0-1 --cpus 1 --objective cost
+
     With --cpus, each CPU set is a device (a pinned worker process): prefill and one
-    decode step are measured on each, the cheapest split is printed with its reason
-    (moving the KV cache included), and generation runs that way.
+    decode step are measured on each, the best split for --objective is printed with its
+    reason (moving the KV cache included), and generation runs that way.
     """
     from luminal.compiler.llm.decoder import load_decoder
     from luminal.compiler.llm.sampling import Sampling
@@ -165,7 +196,14 @@ def generate_cmd(
     sampling = Sampling(temperature, top_k, seed)
     if cpus:
         _arbitrage(
-            artifact, prompts, max_new_tokens, sampling, eos, ignore_eos, cpus, split, as_json
+            artifact,
+            prompts,
+            max_new_tokens,
+            sampling,
+            eos,
+            ignore_eos,
+            Arbitration(cpus, split, objective, slack),
+            as_json,
         )
         return
     session = load_decoder(artifact)
@@ -202,27 +240,36 @@ def _arbitrage(
     sampling: Sampling,
     eos: int | None,
     ignore_eos: bool,
-    cpus: list[str],
-    split: str | None,
+    ask: Arbitration,
     as_json: bool,
 ) -> None:
     from luminal.compiler.llm.decoder import read_plan
     from luminal.compiler.llm.placement import Device, arbitrage
     from luminal.metering.bench.environment import parse_cpus
 
-    devices = [Device(parse_cpus(text) or ()) for text in cpus]
+    devices = [Device(parse_cpus(text) or ()) for text in ask.cpus]
     force = None
-    if split:
-        p, sep, d = split.partition("/")
+    if ask.split:
+        p, sep, d = ask.split.partition("/")
         if not sep:
-            raise UsageError(f"--split '{split}': expected PREFILL/DECODE, e.g. cpu:0/cpu:1")
+            raise UsageError(f"--split '{ask.split}': expected PREFILL/DECODE, e.g. cpu:0/cpu:1")
         force = (p, d)
     stop = (
         None
         if ignore_eos
         else (eos if eos is not None else read_plan(artifact).config.eos_token_id)
     )
-    result = arbitrage(artifact, devices, prompts, max_new_tokens, sampling, stop, force=force)
+    result = arbitrage(
+        artifact,
+        devices,
+        prompts,
+        max_new_tokens,
+        sampling,
+        stop,
+        force=force,
+        objective=ask.objective,
+        slack=ask.slack,
+    )
     if as_json:
         typer.echo(
             json.dumps({"prompt_lengths": [len(p) for p in prompts], **result.to_json()}, indent=2)
@@ -230,10 +277,15 @@ def _arbitrage(
         return
     out = Console()
     table = Table(title="devices (measured)")
-    for col in ("device", "prefill ms", "decode step ms"):
+    for col in ("device", "price", "prefill ms", "decode step ms"):
         table.add_column(col)
     for t in result.timings:
-        table.add_row(t.device, f"{t.prefill_s * 1e3:.3f}", f"{t.step_s * 1e3:.4f}")
+        table.add_row(
+            t.device,
+            f"{result.prices[t.device]:g}",
+            f"{t.prefill_s * 1e3:.3f}",
+            f"{t.step_s * 1e3:.4f}",
+        )
     out.print(table)
     out.print(
         f"KV cache transfer: {result.transfer.bytes / 1024:.1f} KiB in {result.transfer.seconds * 1e3:.3f} ms",
@@ -241,9 +293,15 @@ def _arbitrage(
     )
     place = result.placement
     out.print(
-        f"placement: prefill on {place.prefill}, decode on {place.decode}: {place.reason}",
+        f"placement ({place.objective.value}): prefill on {place.prefill}, decode on "
+        f"{place.decode}: {place.reason}",
         highlight=False,
     )
     if result.moved_bytes:
         out.print(f"moved the KV cache: {result.moved_bytes / 1024:.1f} KiB", highlight=False)
+    out.print(
+        f"ran in {result.ran_s * 1e3:.2f} ms (predicted {place.predicted_s * 1e3:.2f}), "
+        f"cost {result.cost:.4g} device-seconds x price",
+        highlight=False,
+    )
     print_generation(out, prompts, result.generation)

@@ -1,9 +1,11 @@
 """Arbitrage across local devices: measure prefill and decode on each, run each phase
-where it is cheapest, and move the KV cache between them.
+where the objective says, and move the KV cache between them.
 
 A device here is a worker process pinned to a CPU set (`--cpus 0`, `--cpus 0-1`): its own
-OpenMP pool, thread count and caches, loaded with the same decoder artifact.  (A GPU or
-an accelerator plugin is one more worker kind behind the same four operations.)
+thread pool, thread count and caches, loaded with the same decoder artifact.  Its price is
+what holding it costs per second: a CPU set holds its cores, so `cpu:0,1` costs 2 and
+`cpu:1` costs 1 (core-seconds).  (A GPU or an accelerator plugin is one more worker kind
+behind the same four operations, priced by its hour.)
 
     measure   each device: the prefill of these prompts (median of `repeats`) and one
               decode step at that cache (median of up to 8 steps)
@@ -11,21 +13,30 @@ an accelerator plugin is one more worker kind behind the same four operations.)
               prefill side in the portable layout (`KVCache.to_blocks`: per sequence,
               layer, K/V and head, contiguous `[length, head_dim]` blocks), carried over
               the pipes, and rebuilt on the decode side
-    plan      every (prefill device, decode device) pair's predicted end to end:
-              prefill + (new - 1) x step + the transfer when the two differ; the least
+    plan      every (prefill device, decode device) pair's predicted end to end,
+              prefill + (new - 1) x step + the transfer when the two differ, and cost,
+              each phase's time x its device's price (the transfer charged to both);
+              `Objective.LATENCY` takes the least end to end, `Objective.COST` the least
+              cost among the pairs whose prefill and decode phase (the transfer counted
+              in it) each stay within `slack` of that phase on its fastest device
     run       the prefill and first token where the plan says, the cache and the
               sampler's state moved, the remaining steps on the decode device
 
-The tokens do not depend on the split: both devices run the same compiled graphs, and
-the sampler's state travels with the cache.
+Prefill is compute-bound and takes what a second core gives; a decode step reads every
+weight once and is bound by memory, which the cores share: so under `COST` the planner
+keeps prefill on the wide set and moves decode to a narrow one when decode there is
+within the slack, and the core it frees serves other work.  The tokens do not depend on
+the split: both devices run the same compiled graphs, and the sampler's state travels
+with the cache.
 """
 
 from __future__ import annotations
 
+import enum
 import multiprocessing
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,9 +46,12 @@ import numpy as np
 from luminal.errors import CompilerError, LuminalError, UsageError
 
 __all__ = [
+    "DEFAULT_SLACK",
     "Arbitrage",
+    "Candidate",
     "Device",
     "DeviceTiming",
+    "Objective",
     "Placement",
     "Transfer",
     "Worker",
@@ -47,6 +61,8 @@ __all__ = [
 
 _TIMEOUT_S = 600.0
 _STEPS = 8
+#: How much slower than its fastest device a phase may run when the objective is cost.
+DEFAULT_SLACK = 1.2
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,11 @@ class Device:
     @property
     def name(self) -> str:
         return "cpu:" + ",".join(map(str, self.cpus))
+
+    @property
+    def price(self) -> float:
+        """What holding the device costs per second: a CPU set holds its cores."""
+        return float(len(self.cpus))
 
 
 @dataclass(frozen=True)
@@ -71,66 +92,175 @@ class Transfer:
     seconds: float  # serialize, carry, rebuild
 
 
+class Objective(enum.Enum):
+    """What the planner minimizes over (prefill device, decode device) pairs."""
+
+    LATENCY = "latency"  # the predicted end to end
+    COST = "cost"  # device time x price, each phase within the slack of its fastest device
+
+
 @dataclass(frozen=True)
-class Placement:
+class Candidate:
     prefill: str
     decode: str
-    predicted_s: float
-    candidates: tuple[tuple[str, str, float], ...]  # (prefill, decode, predicted s), best first
-    reason: str
+    seconds: float  # predicted end to end
+    cost: float  # predicted device time x price (core-seconds for CPU sets)
+    admissible: bool  # each phase within the slack (always, for LATENCY)
 
     def to_json(self) -> dict[str, object]:
         return {
             "prefill": self.prefill,
             "decode": self.decode,
+            "predicted_ms": self.seconds * 1e3,
+            "cost": self.cost,
+            "admissible": self.admissible,
+        }
+
+
+@dataclass(frozen=True)
+class Placement:
+    prefill: str
+    decode: str
+    predicted_s: float
+    candidates: tuple[Candidate, ...]  # best first
+    reason: str
+    objective: Objective = Objective.LATENCY
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "objective": self.objective.value,
+            "prefill": self.prefill,
+            "decode": self.decode,
             "predicted_ms": self.predicted_s * 1e3,
-            "candidates": [
-                {"prefill": p, "decode": d, "predicted_ms": s * 1e3} for p, d, s in self.candidates
-            ],
+            "candidates": [c.to_json() for c in self.candidates],
             "reason": self.reason,
         }
 
 
-def plan(timings: Sequence[DeviceTiming], transfer: Transfer, new_tokens: int) -> Placement:
-    """The least predicted end to end over (prefill device, decode device) pairs."""
+def plan(
+    timings: Sequence[DeviceTiming],
+    transfer: Transfer,
+    new_tokens: int,
+    objective: Objective = Objective.LATENCY,
+    *,
+    slack: float = DEFAULT_SLACK,
+    prices: Mapping[str, float] | None = None,
+) -> Placement:
+    """The best (prefill device, decode device) pair for `objective` (module docstring).
+    `prices` maps a device to what holding it costs per second (1 where not given)."""
+    if slack < 1.0:
+        raise UsageError(f"slack {slack:g}: expected 1 or more (1.2 accepts 20% slower)")
+    price = {t.device: (prices or {}).get(t.device, 1.0) for t in timings}
+    steps = new_tokens - 1
+    fastest_prefill = min(t.prefill_s for t in timings)
+    fastest_decode = steps * min(t.step_s for t in timings)
+
+    def candidate(p: DeviceTiming, d: DeviceTiming) -> Candidate:
+        move = transfer.seconds if p is not d else 0.0
+        decode = steps * d.step_s + move
+        cost = price[p.device] * p.prefill_s + price[d.device] * steps * d.step_s
+        cost += move * (price[p.device] + price[d.device])  # both are held while it moves
+        ok = objective is Objective.LATENCY or (
+            p.prefill_s <= slack * fastest_prefill and decode <= slack * fastest_decode
+        )
+        return Candidate(p.device, d.device, p.prefill_s + decode, cost, ok)
+
+    def key(c: Candidate) -> tuple[bool, float, float]:
+        if objective is Objective.COST and c.admissible:
+            return (False, c.cost, c.seconds)
+        return (objective is Objective.COST, c.seconds, c.cost)  # none admissible: the fastest
+
+    cands = tuple(sorted((candidate(p, d) for p in timings for d in timings), key=key))
     by = {t.device: t for t in timings}
-    cands = sorted(
-        (
-            (
-                p.device,
-                d.device,
-                p.prefill_s
-                + (new_tokens - 1) * d.step_s
-                + (transfer.seconds if p is not d else 0.0),
-            )
-            for p in timings
-            for d in timings
-        ),
-        key=lambda c: c[2],
-    )
-    best_p, best_d, total = cands[0]
-    single = min((c for c in cands if c[0] == c[1]), key=lambda c: c[2])
+    if objective is Objective.LATENCY:
+        reason = _latency_reason(cands, by, transfer, steps)
+    else:
+        reason = _cost_reason(cands, by, transfer, slack, price)
+    best = cands[0]
+    return Placement(best.prefill, best.decode, best.seconds, cands, reason, objective)
+
+
+def _latency_reason(
+    cands: Sequence[Candidate], by: Mapping[str, DeviceTiming], transfer: Transfer, steps: int
+) -> str:
+    best = cands[0]
     parts = [
-        f"prefill on {best_p} ({by[best_p].prefill_s * 1e3:.2f} ms"
-        + "".join(f"; {t.device} {t.prefill_s * 1e3:.2f}" for t in timings if t.device != best_p)
+        f"prefill on {best.prefill} ({by[best.prefill].prefill_s * 1e3:.2f} ms"
+        + "".join(f"; {d} {t.prefill_s * 1e3:.2f}" for d, t in by.items() if d != best.prefill)
         + ")",
-        f"decode on {best_d} ({by[best_d].step_s * 1e3:.3f} ms/step"
-        + "".join(f"; {t.device} {t.step_s * 1e3:.3f}" for t in timings if t.device != best_d)
-        + f", x{new_tokens - 1} steps)",
+        f"decode on {best.decode} ({by[best.decode].step_s * 1e3:.3f} ms/step"
+        + "".join(f"; {d} {t.step_s * 1e3:.3f}" for d, t in by.items() if d != best.decode)
+        + f", x{steps} steps)",
     ]
-    if best_p != best_d:
-        saved = single[2] - total
+    if best.prefill != best.decode:
+        single = min((c for c in cands if c.prefill == c.decode), key=lambda c: c.seconds)
         parts.append(
             f"moving the cache costs {transfer.seconds * 1e3:.2f} ms ({transfer.bytes / 1024:.0f} KiB) "
-            f"and saves {saved * 1e3:.2f} ms against the best single device ({single[0]})"
+            f"and saves {(single.seconds - best.seconds) * 1e3:.2f} ms against the best single "
+            f"device ({single.prefill})"
         )
     else:
         parts.append(
             f"a split would pay {transfer.seconds * 1e3:.2f} ms to move the cache and gains less"
-            if len(timings) > 1
+            if len(by) > 1
             else "one device"
         )
-    return Placement(best_p, best_d, total, tuple(cands), "; ".join(parts))
+    return "; ".join(parts)
+
+
+def _cost_reason(
+    cands: Sequence[Candidate],
+    by: Mapping[str, DeviceTiming],
+    transfer: Transfer,
+    slack: float,
+    price: Mapping[str, float],
+) -> str:
+    """Each phase's device against the others (its time against the fastest, whether the
+    slack refused it, its price), then the split's saving against one device alone."""
+    best = cands[0]
+
+    def phase(name: str, chosen: str, secs: Mapping[str, float], unit: str) -> str:
+        fastest = min(secs.values())
+        rows = [
+            f"{dev} {s * 1e3:.3f} {unit}, {s / fastest:.2f}x the fastest"
+            + (f", over the {slack:.2f}x slack" if s > slack * fastest else "")
+            + f", price {price[dev]:g}"
+            for dev, s in sorted(secs.items(), key=lambda kv: kv[0] != chosen)
+        ]
+        return f"{name} on {chosen} ({'; '.join(rows)})"
+
+    parts = [
+        f"least device time x price, each phase within {slack:.2f}x of its fastest device",
+        phase("prefill", best.prefill, {d: t.prefill_s for d, t in by.items()}, "ms"),
+        phase("decode", best.decode, {d: t.step_s for d, t in by.items()}, "ms/step"),
+    ]
+    if not best.admissible:
+        parts.append("no pair keeps both phases within the slack, so the fastest pair")
+    if best.prefill == best.decode:
+        if len(by) > 1:
+            parts.append(
+                f"predicted cost {best.cost:.4g}, {best.seconds * 1e3:.1f} ms; every split "
+                f"costs more or misses the slack (moving the cache: {transfer.seconds * 1e3:.2f} ms)"
+            )
+        return "; ".join(parts)
+    parts.append(
+        f"moving the cache costs {transfer.seconds * 1e3:.2f} ms ({transfer.bytes / 1024:.0f} KiB), "
+        "counted in the decode phase"
+    )
+    alone = [c for c in cands if c.prefill == c.decode and c.admissible]
+    if alone:
+        one = alone[0]  # sorted: the cheapest single device within the slack
+        parts.append(
+            f"predicted cost {best.cost:.4g} against {one.cost:.4g} on {one.prefill} alone "
+            f"({(1 - best.cost / one.cost) * 100:.0f}% less), "
+            f"{best.seconds * 1e3:.1f} against {one.seconds * 1e3:.1f} ms"
+        )
+    else:
+        parts.append(
+            f"predicted cost {best.cost:.4g}, {best.seconds * 1e3:.1f} ms; "
+            "no single device keeps both phases within the slack"
+        )
+    return "; ".join(parts)
 
 
 # -- the worker process --------------------------------------------------------------
@@ -278,16 +408,34 @@ class Arbitrage:
     placement: Placement
     generation: Any  # decoder.Generation
     moved_bytes: int  # the cache actually moved (0 when both phases ran on one device)
+    prices: Mapping[str, float]  # per device
+    ran_s: float  # the generation's wall time, the cache's move included
+
+    @property
+    def cost(self) -> float:
+        """What the run cost: each phase's wall time x its device's price (the move, as
+        the plan counts it, charged to both devices)."""
+        gen, place = self.generation, self.placement
+        p, d = self.prices[place.prefill], self.prices[place.decode]
+        rest = max(self.ran_s - gen.e2e_s, 0.0) if place.prefill != place.decode else 0.0
+        return p * gen.ttft_s + d * sum(gen.step_s) + (p + d) * rest
 
     def to_json(self) -> dict[str, object]:
         return {
             "devices": [
-                {"device": t.device, "prefill_ms": t.prefill_s * 1e3, "step_ms": t.step_s * 1e3}
+                {
+                    "device": t.device,
+                    "prefill_ms": t.prefill_s * 1e3,
+                    "step_ms": t.step_s * 1e3,
+                    "price": self.prices[t.device],
+                }
                 for t in self.timings
             ],
             "transfer": {"bytes": self.transfer.bytes, "ms": self.transfer.seconds * 1e3},
             "placement": self.placement.to_json(),
             "moved_bytes": self.moved_bytes,
+            "ran_ms": self.ran_s * 1e3,
+            "cost": self.cost,
             **self.generation.to_json(),
         }
 
@@ -302,14 +450,20 @@ def arbitrage(
     *,
     repeats: int = 5,
     force: tuple[str, str] | None = None,
+    objective: Objective = Objective.LATENCY,
+    slack: float = DEFAULT_SLACK,
 ) -> Arbitrage:
-    """Measure, plan and generate across `devices` (module docstring).  `force` runs a
-    given (prefill, decode) pair instead of the plan's (its prediction still printed)."""
+    """Measure, plan for `objective` and generate across `devices` (module docstring).
+    `force` runs a given (prefill, decode) pair instead of the plan's (its prediction
+    still printed)."""
     if not devices:
         raise UsageError("arbitrage needs at least one device")
     if len({d.name for d in devices}) != len(devices):
         raise UsageError("the same CPU set is named twice")
     prompts = [list(map(int, p)) for p in prompts]
+    prices = {d.name: d.price for d in devices}
+    if slack < 1.0:
+        raise UsageError(f"slack {slack:g}: expected 1 or more (1.2 accepts 20% slower)")
     workers = []
     try:
         for d in devices:
@@ -318,24 +472,29 @@ def arbitrage(
             DeviceTiming(w.device.name, *w.call("measure", prompts, repeats)) for w in workers
         )
         transfer = _transfer(workers, prompts, max_new_tokens, sampling)
-        placement = plan(timings, transfer, max_new_tokens)
+        placement = plan(timings, transfer, max_new_tokens, objective, slack=slack, prices=prices)
         if force is not None:
             names = {w.device.name for w in workers}
             if not set(force) <= names:
                 raise UsageError(
                     f"split {force[0]}/{force[1]}: the devices are {', '.join(sorted(names))}"
                 )
-            forced = next(c for c in placement.candidates if c[:2] == force)
+            forced = next(c for c in placement.candidates if (c.prefill, c.decode) == force)
             reason = (
                 f"forced; the plan was prefill on {placement.prefill}, decode on {placement.decode} "
-                f"({placement.predicted_s * 1e3:.2f} ms predicted against {forced[2] * 1e3:.2f} ms "
-                f"for the forced pair): {placement.reason}"
+                f"({placement.predicted_s * 1e3:.2f} ms predicted against {forced.seconds * 1e3:.2f} "
+                f"ms for the forced pair): {placement.reason}"
             )
             placement = replace(
-                placement, prefill=force[0], decode=force[1], predicted_s=forced[2], reason=reason
+                placement,
+                prefill=force[0],
+                decode=force[1],
+                predicted_s=forced.seconds,
+                reason=reason,
             )
         by = {w.device.name: w for w in workers}
         p, d = by[placement.prefill], by[placement.decode]
+        t0 = time.perf_counter()
         if p is d:
             gen, moved = p.call("generate", prompts, max_new_tokens, sampling, eos_token_id), 0
         else:
@@ -344,7 +503,8 @@ def arbitrage(
                 d.call("finish", begun, max_new_tokens, sampling, eos_token_id),
                 len(begun.blocks),
             )
-        return Arbitrage(timings, transfer, placement, gen, moved)
+        ran = time.perf_counter() - t0
+        return Arbitrage(timings, transfer, placement, gen, moved, prices, ran)
     finally:
         for w in workers:
             w.close()

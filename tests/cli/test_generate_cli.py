@@ -4,6 +4,7 @@ greedy tokens equal `transformers`, --json, and one-line errors with exit 2."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -26,6 +27,7 @@ def test_compile_a_model_dir_then_generate_equals_transformers(cli, tmp_path: Pa
         "step-32.lmnl",
     }
     prompts = [[5, 6, 7, 8], [9, 10]]
+    want = []
     code, out, err = cli(
         "generate", art, "--prompt-ids", "5,6,7,8", "--prompt-ids", "9,10",
         "--max-new-tokens", "12", "--ignore-eos", "--json",
@@ -38,6 +40,7 @@ def test_compile_a_model_dir_then_generate_equals_transformers(cli, tmp_path: Pa
                 torch.tensor([prompt]), max_new_tokens=12, min_new_tokens=12, do_sample=False
             )
         assert tokens == ref[0, len(prompt) :].tolist()
+        want.append(tokens)
     assert doc["prompt_lengths"] == [4, 2] and doc["decode_tokens_per_s"] > 0
 
     code, out, _ = cli("generate", art, "--prompt-ids", "5,6", "--max-new-tokens", "3")
@@ -49,6 +52,20 @@ def test_compile_a_model_dir_then_generate_equals_transformers(cli, tmp_path: Pa
     )
     code, _, err = cli("generate", art, "--prompt-ids", "1", "--max-new-tokens", "40")
     assert code == 2 and "needs 40 cache positions; this artifact holds 32" in err
+
+    # arbitrage for cost on one CPU: a device priced by its cores, the run's cost reported
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    code, out, err = cli(
+        "generate", art, "--prompt-ids", "5,6,7,8", "--prompt-ids", "9,10", "--max-new-tokens",
+        "12", "--ignore-eos", "--cpus", str(cpu), "--objective", "cost", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["placement"]["objective"] == "cost" and doc["devices"][0]["price"] == 1.0
+    assert doc["cost"] > 0 and doc["moved_bytes"] == 0
+    assert doc["tokens"] == [list(t) for t in want]
+    code, _, err = cli("generate", art, "--prompt-ids", "1", "--cpus", str(cpu), "--slack", "0.5")
+    assert code == 2 and "--slack" in err
 
 
 def test_a_directory_without_a_model_is_one_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
