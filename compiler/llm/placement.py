@@ -7,12 +7,14 @@ what holding it costs per second: a CPU set holds its cores, so `cpu:0,1` costs 
 `cpu:1` costs 1 (core-seconds).  (A GPU or an accelerator plugin is one more worker kind
 behind the same four operations, priced by its hour.)
 
-    measure   each device: the prefill of these prompts (median of `repeats`) and one
-              decode step at that cache (median of up to 8 steps)
-    transfer  measured once between the first two devices: the cache serialized on the
-              prefill side in the portable layout (`KVCache.to_blocks`: per sequence,
-              layer, K/V and head, contiguous `[length, head_dim]` blocks), carried over
-              the pipes, and rebuilt on the decode side
+    measure   each device: the prefill of these prompts and one decode step at that
+              cache, in `repeats` interleaved rounds (a prefill and 8 steps per device
+              per round, the order rotated each round); medians
+    transfer  measured between the first and the last device (median of 3): the cache
+              serialized on the prefill side in the portable layout
+              (`KVCache.to_blocks`: per sequence, layer, K/V and head, contiguous
+              `[length, head_dim]` blocks), carried over the pipes, and rebuilt on the
+              decode side
     plan      every (prefill device, decode device) pair's predicted end to end,
               prefill + (new - 1) x step + the transfer when the two differ, and cost,
               each phase's time x its device's price (the transfer charged to both);
@@ -61,6 +63,7 @@ __all__ = [
 
 _TIMEOUT_S = 600.0
 _STEPS = 8
+_TRANSFERS = 3
 #: How much slower than its fastest device a phase may run when the objective is cost.
 DEFAULT_SLACK = 1.2
 
@@ -328,22 +331,45 @@ def _import(session: Any, blocks: bytes) -> float:
     return time.perf_counter() - t0
 
 
-def _measure(session: Any, prompts: list[list[int]], repeats: int) -> tuple[float, float]:
+def _measure(session: Any, prompts: list[list[int]]) -> tuple[float, list[float]]:
+    """One prefill and `_STEPS` decode steps after it: (prefill s, [step s])."""
     from luminal.compiler.llm.sampling import Sampling
 
     greedy = Sampling()
-    prefill = []
-    for _ in range(repeats + 1):  # the first is a warm-up
-        prefill.append(session.begin(prompts, 1, greedy).ttft_s)
     start = session.begin(prompts, _STEPS + 1, greedy)
     steps = []
     token = start.token
-    for _ in range(_STEPS + 1):
+    for _ in range(_STEPS):
         t0 = time.perf_counter()
         logits, _ = session.step(start.cache, token)
         token = greedy.choose(logits, start.rng)
         steps.append(time.perf_counter() - t0)
-    return statistics.median(prefill[1:]), statistics.median(steps[1:])
+    return start.ttft_s, steps
+
+
+def _timings(
+    workers: Sequence[Worker], prompts: list[list[int]], rounds: int
+) -> tuple[DeviceTiming, ...]:
+    """Each device's prefill and decode step, measured in `rounds` interleaved rounds (a
+    rotated order each) after a warm-up each, so that a spell of load on this shared
+    machine falls on every device alike; medians over the rounds' samples."""
+    for w in workers:
+        w.call("measure", prompts)  # warm-up
+    prefill: dict[str, list[float]] = {w.device.name: [] for w in workers}
+    steps: dict[str, list[float]] = {w.device.name: [] for w in workers}
+    for r in range(rounds):
+        for w in [*workers[r % len(workers) :], *workers[: r % len(workers)]]:
+            p, s = w.call("measure", prompts)
+            prefill[w.device.name].append(p)
+            steps[w.device.name].extend(s)
+    return tuple(
+        DeviceTiming(
+            w.device.name,
+            statistics.median(prefill[w.device.name]),
+            statistics.median(steps[w.device.name]),
+        )
+        for w in workers
+    )
 
 
 _OPS = {
@@ -468,9 +494,7 @@ def arbitrage(
     try:
         for d in devices:
             workers.append(Worker(d, artifact))
-        timings = tuple(
-            DeviceTiming(w.device.name, *w.call("measure", prompts, repeats)) for w in workers
-        )
+        timings = _timings(workers, prompts, repeats)
         transfer = _transfer(workers, prompts, max_new_tokens, sampling)
         placement = plan(timings, transfer, max_new_tokens, objective, slack=slack, prices=prices)
         if force is not None:
@@ -511,13 +535,16 @@ def arbitrage(
 
 
 def _transfer(workers: list[Worker], prompts: list[list[int]], new: int, sampling: Any) -> Transfer:
-    """One cache moved from the first device to the second, timed end to end minus the
-    prefill itself; with one device, its serialization and rebuild alone."""
+    """A cache moved from the first device to the last, timed end to end minus the
+    prefill itself (median of `_TRANSFERS`); with one device, its serialization and
+    rebuild alone."""
     src, dst = workers[0], workers[-1]
-    t0 = time.perf_counter()
-    begun = src.call("begin", prompts, new, sampling)
-    out_s = time.perf_counter() - t0 - begun.ttft_s
-    t1 = time.perf_counter()
-    dst.call("import", begun.blocks)
-    in_s = time.perf_counter() - t1
-    return Transfer(len(begun.blocks), out_s + in_s)
+    seconds = []
+    for _ in range(_TRANSFERS):
+        t0 = time.perf_counter()
+        begun = src.call("begin", prompts, new, sampling)
+        out_s = time.perf_counter() - t0 - begun.ttft_s
+        t1 = time.perf_counter()
+        dst.call("import", begun.blocks)
+        seconds.append(out_s + time.perf_counter() - t1)
+    return Transfer(len(begun.blocks), statistics.median(seconds))
