@@ -99,7 +99,10 @@ static void lum_work(uint64_t gen, lum_part_fn fn, int64_t n, int64_t grain, int
 
 static void *lum_worker(void *arg) {
     (void)arg;
-    uint64_t seen = atomic_load(&lum_pool.ticket) >> 32;
+    /* Generation 0 is "no job yet": the pool starts inside the first job's lum_threads(),
+       before that job is published, so a worker that starts after the publication still
+       takes part in it (reading the ticket here instead, it waited for the next job). */
+    uint64_t seen = 0;
     for (;;) {
         uint64_t t = atomic_load_explicit(&lum_pool.ticket, memory_order_acquire);
         if ((t >> 32) == seen) {

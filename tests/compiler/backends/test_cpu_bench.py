@@ -126,3 +126,27 @@ def test_a_kernel_that_overwrites_its_input_is_measured_on_its_real_input() -> N
     lib = _build(sched, {k.name: variants})
     timings = lib.measure(k, variants, [0, 1])
     assert all(t.ok for t in timings), timings
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_pool_reads_a_destination_before_each_timed_call(
+    threads: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lum_share`: another thread of the pool reads the bytes, so that the timed kernel
+    finds its destination's lines in the other cores' caches, as in a model run; on one
+    thread nobody does.  (The pool's size is read when the library's pool starts.)"""
+    import ctypes
+    import os
+
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", threads)
+    sched = schedule(mlp_block(layers=1))
+    k = next(k for k in sched.kernels if k.kind == "contraction")
+    lib = _build(sched, {k.name: (Variant(),)})
+    region = np.ones(1 << 16, np.uint8)
+    readers = lib._lib.lum_share(ctypes.c_void_p(region.ctypes.data), ctypes.c_int64(region.size))
+    if threads == "1":
+        assert readers == 0
+    elif len(os.sched_getaffinity(0)) > 1:
+        assert readers == 1  # a worker, not the caller
+    (t,) = lib.measure(k, (Variant(),), [0])  # and the timed calls still check out
+    assert t.ok and t.seconds > 0
