@@ -151,8 +151,7 @@ def plan(
 ) -> Placement:
     """The best (prefill device, decode device) pair for `objective` (module docstring).
     `prices` maps a device to what holding it costs per second (1 where not given)."""
-    if slack < 1.0:
-        raise UsageError(f"slack {slack:g}: expected 1 or more (1.2 accepts 20% slower)")
+    _check_slack(slack)
     price = {t.device: (prices or {}).get(t.device, 1.0) for t in timings}
     steps = new_tokens - 1
     fastest_prefill = min(t.prefill_s for t in timings)
@@ -181,6 +180,11 @@ def plan(
         reason = _cost_reason(cands, by, transfer, slack, price)
     best = cands[0]
     return Placement(best.prefill, best.decode, best.seconds, cands, reason, objective)
+
+
+def _check_slack(slack: float) -> None:
+    if slack < 1.0:
+        raise UsageError(f"slack {slack:g}: expected 1 or more (1.2 accepts 20% slower)")
 
 
 def _latency_reason(
@@ -488,8 +492,7 @@ def arbitrage(
         raise UsageError("the same CPU set is named twice")
     prompts = [list(map(int, p)) for p in prompts]
     prices = {d.name: d.price for d in devices}
-    if slack < 1.0:
-        raise UsageError(f"slack {slack:g}: expected 1 or more (1.2 accepts 20% slower)")
+    _check_slack(slack)  # before any worker starts
     workers = []
     try:
         for d in devices:

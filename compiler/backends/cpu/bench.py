@@ -19,7 +19,7 @@ several threads, the arena a kernel writes was last read by kernels on every thr
 its cache lines sit in the other cores' caches and a write must take each line from them
 first.  Timed in a loop on one core, a kernel found its destination in its own cache
 alone: on the 2-core Zen 4 benchmark machine a 288-channel pad (14x14 -> 18x18, 373 KB)
-took 7 us so and 50 us in the model, and the search chose one thread for pads and small
+took 7 us timed so and 50 us in the model, and the search chose one thread for pads and small
 elementwise kernels that ran 2-5x faster on two there (mobilenet_v3_small).
 """
 
