@@ -101,7 +101,7 @@ _TIMING_C = r"""
 static double lum_clock(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 static lum_kfn lum_pick(int k, int v) { return v < 0 ? lum_defaults[k] : lum_table[k][v]; }
 /* lum_share: the pool's other threads read [at, at + n) (module docstring).  The caller
-   takes one chunk and waits there (at most 1 ms) until a worker has read the bytes, so a
+   takes one chunk and waits there (at most 5 ms) until a worker has read the bytes, so a
    worker, not the caller, reads them; the number of workers that did is returned. */
 static const volatile uint8_t *lum_share_at;
 static int64_t lum_share_n;
@@ -110,7 +110,7 @@ static _Thread_local int lum_sharing_caller;
 static int lum_share_part(int64_t lo, int64_t hi, uint8_t *a, const uint8_t *w, void *const *in, void *const *out) {
     (void)lo; (void)hi; (void)a; (void)w; (void)in; (void)out;
     if (lum_sharing_caller) {
-        const double until = lum_clock() + 1e-3;
+        const double until = lum_clock() + 5e-3;
         while (atomic_load(&lum_shared_by) == 0 && lum_clock() < until) LUM_PAUSE();
         return 0;
     }

@@ -143,10 +143,15 @@ def test_the_pool_reads_a_destination_before_each_timed_call(
     k = next(k for k in sched.kernels if k.kind == "contraction")
     lib = _build(sched, {k.name: (Variant(),)})
     region = np.ones(1 << 16, np.uint8)
-    readers = lib._lib.lum_share(ctypes.c_void_p(region.ctypes.data), ctypes.c_int64(region.size))
+    share = lib._lib.lum_share
+    # the first call starts the pool; on a loaded machine its worker may take longer to
+    # come than the caller waits, and then that call's bytes go unread
+    readers = [
+        share(ctypes.c_void_p(region.ctypes.data), ctypes.c_int64(region.size)) for _ in range(5)
+    ]
     if threads == "1":
-        assert readers == 0
+        assert readers == [0] * 5
     elif len(os.sched_getaffinity(0)) > 1:
-        assert readers == 1  # a worker, not the caller
+        assert max(readers) == 1 and set(readers) <= {0, 1}  # a worker, never the caller
     (t,) = lib.measure(k, (Variant(),), [0])  # and the timed calls still check out
     assert t.ok and t.seconds > 0
