@@ -28,7 +28,7 @@ __all__ = ["Arbitration", "compile_decoder_dir", "generate_cmd", "parse_sizes"]
 class Arbitration:
     """What `--cpus`, `--split`, `--objective` and `--slack` asked of the planner."""
 
-    cpus: list[str]
+    cpus: tuple[str, ...]
     split: str | None
     objective: Objective
     slack: float
@@ -202,7 +202,7 @@ def generate_cmd(
             sampling,
             eos,
             ignore_eos,
-            Arbitration(cpus, split, objective, slack),
+            Arbitration(tuple(cpus), split, objective, slack),
             as_json,
         )
         return
