@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from luminal.compiler.llm.placement import DEFAULT_SLACK
 
 
 def _cpus_default() -> list[str]:
@@ -35,6 +35,7 @@ def _cpus_default() -> list[str]:
 
 
 def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    from benchmarks.llm import random_prompts
     from benchmarks.llm_models import build
     from luminal.compiler.llm.decoder import compile_decoder, load_decoder
     from luminal.compiler.llm.placement import Device, Objective, arbitrage
@@ -43,10 +44,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from luminal.metering.bench.environment import parse_cpus
 
     model = build(args.model, size=args.size)
-    rng = np.random.default_rng(args.seed)
-    prompts = [
-        rng.integers(0, model.config.vocab_size, args.prompt).tolist() for _ in range(args.batch)
-    ]
+    prompts = random_prompts(args.batch, args.prompt, model.config.vocab_size, args.seed)
     budget = None if args.budget == "off" else float(args.budget)
     built = compile_decoder(
         model,
@@ -128,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cpus", action="append", help="a device's CPU set (repeat); default: all, and the last"
     )
-    parser.add_argument("--slack", type=float, default=None, help="default: the planner's")
+    parser.add_argument("--slack", type=float, default=DEFAULT_SLACK)
     parser.add_argument("--repeats", type=int, default=2, help="runs per objective")
     parser.add_argument("--budget", default="off")
     parser.add_argument("--seed", type=int, default=0)
@@ -136,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.cpus = args.cpus or _cpus_default()
     from benchmarks.licensed import licensed
-    from luminal.compiler.llm.placement import DEFAULT_SLACK
 
-    args.slack = DEFAULT_SLACK if args.slack is None else args.slack
     with licensed(), tempfile.TemporaryDirectory(prefix="luminal-arbitrage-") as tmp:
         result = run(args, Path(tmp))
     print(markdown(result))

@@ -40,7 +40,8 @@ import numpy as np
 ARMS = ("luminal", "torch", "onnxruntime")
 
 
-def _prompts(batch: int, length: int, vocab: int, seed: int) -> list[list[int]]:
+def random_prompts(batch: int, length: int, vocab: int, seed: int) -> list[list[int]]:
+    """`batch` prompts of `length` token ids below `vocab`, seeded."""
     rng = np.random.default_rng(seed)
     lengths = [length] * batch  # equal: the torch arm runs them as one unpadded batch
     return [rng.integers(0, vocab, n).tolist() for n in lengths]
@@ -129,7 +130,7 @@ def run_model(name: str, size: str, args: argparse.Namespace, tmp: Path) -> dict
     torch.set_num_threads(args.threads)
     model = build(name, size=size)
     vocab = model.config.vocab_size
-    prompts = _prompts(args.batch, args.prompt, vocab, args.seed)
+    prompts = random_prompts(args.batch, args.prompt, vocab, args.seed)
     capacities = tuple(int(x) for x in args.capacities.split(","))
     budget = None if args.budget == "off" else float(args.budget)
     built = compile_decoder(
