@@ -197,9 +197,9 @@ def profile_artifact(
         from luminal.compiler.pipeline import rewritten
 
         graph, _ = rewritten(graph, options)
-    from luminal.compiler.schedule import schedule
+    from luminal.compiler.schedule import schedule, unpad
 
-    sched = schedule(graph)
+    sched = unpad(schedule(graph), manifest.variants)
     if not _same_schedule(sched, manifest.schedule, manifest.variants):
         raise UsageError(
             f"{path}: rebuilding its schedule from {source} gives other kernels than it "

@@ -26,6 +26,7 @@ from luminal.compiler.schedule.contraction import (
 from luminal.compiler.schedule.indexing import loads_of, row_major
 from luminal.compiler.schedule.partition import Partition, leaves, partition
 from luminal.compiler.schedule.symbolic import Lin, Var
+from luminal.compiler.schedule.unpad import PadFold, folds
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 
 
@@ -48,6 +49,9 @@ class Kernel:
     # Other orientations of `contraction` the search may choose (`Variant.orient` n picks
     # alternatives[n - 1]); a searched schedule has them, `orient` resolves them.
     alternatives: tuple[ContractionPlan, ...] = ()
+    # An operand that is a pad this kernel may read the source of (`unpad.py`); until
+    # `unpad` settles it, `reads` holds the source too.
+    fold: PadFold | None = None
 
     def oriented(self, orient: int) -> Kernel:
         """This kernel with its contraction in orientation `orient` (0: as planned), and
@@ -153,15 +157,30 @@ def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
             kernels.append(Kernel(f"k{named}", "elementwise", i, Place("output", pos), reads))
             named += 1
 
+    kernels = folds(graph, mat, kernels)
     weights, woff = _weights(graph, kernels, packed)
     homes.update({i: Place("weight", off) for i, off in weights})
+    kernels, arena, intermediate = _placed(graph, mat, kernels, homes)
+    return Schedule(
+        graph, part, tuple(kernels), homes, tuple(weights), woff, arena, intermediate, packed
+    )
 
+
+def _placed(
+    graph: Graph, mat: frozenset[int], kernels: list[Kernel], homes: dict[int, Place]
+) -> tuple[list[Kernel], int, int]:
+    """The arena plan for what `kernels` read: each intermediate lives from the kernel
+    writing it to the last reading it, written in place where it may be.  Adds the arena
+    offsets to `homes`; returns the kernels with their destinations, the arena's bytes and
+    what its buffers would take without reuse."""
+    nodes = graph.nodes
     last_read: dict[int, int] = {}
     for n, k in enumerate(kernels):
         for r in k.reads:
             last_read[r] = n
     lifetimes = []
     intermediate = 0
+    kernels = list(kernels)
     for n, k in enumerate(kernels):
         if k.dest.kind != "arena":
             continue
@@ -169,17 +188,14 @@ def schedule(graph: Graph, alternatives: bool = False) -> Schedule:
         size = numel(node.shape) * node.dtype.itemsize
         intermediate += size
         reuse = _inplace_candidate(graph, mat, k, n, last_read, homes, size)
-        if reuse is not None:
-            kernels[n] = dataclasses.replace(k, inplace=reuse)
+        kernels[n] = dataclasses.replace(k, inplace=reuse)
         lifetimes.append(memory.Lifetime(k.node, size, n, last_read.get(k.node, n), reuse))
         homes[k.node] = Place("arena", -1)
     offsets, arena = memory.plan(lifetimes)
     for node_id, off in offsets.items():
         homes[node_id] = Place("arena", off)
     kernels = [_with_dest(k, homes[k.node]) if k.dest.kind == "arena" else k for k in kernels]
-    return Schedule(
-        graph, part, tuple(kernels), homes, tuple(weights), woff, arena, intermediate, packed
-    )
+    return kernels, arena, intermediate
 
 
 def _as_contraction(
@@ -270,6 +286,35 @@ def orient(sched: Schedule, variants: Mapping[str, Variant]) -> tuple[Schedule, 
         if dataclasses.replace(v, orient=0) != DEFAULT
     }
     return out, plain
+
+
+def unpad(sched: Schedule, variants: Mapping[str, Variant]) -> Schedule:
+    """Each kernel that may read a pad's source (`Kernel.fold`) settled by its variant:
+    where the variant reads the source (`Variant.unpad`), the pad's kernel is dropped;
+    elsewhere the kernel reads the pad as planned and no longer the source.  The arena is
+    planned anew for what the kernels then read."""
+    if all(k.fold is None for k in sched.kernels):
+        return sched
+    dropped: set[str] = set()
+    kernels: list[Kernel] = []
+    for k in sched.kernels:
+        f = k.fold
+        if f is not None and variants.get(k.name, DEFAULT).unpad:
+            dropped.add(f.kernel)
+            k = dataclasses.replace(k, reads=tuple(r for r in k.reads if r != f.pad))
+        elif f is not None:
+            k = dataclasses.replace(k, fold=None, reads=tuple(r for r in k.reads if r != f.source))
+        kernels.append(k)
+    kernels = [k for k in kernels if k.name not in dropped]
+    homes = {i: h for i, h in sched.homes.items() if h.kind != "arena"}
+    placed, arena, intermediate = _placed(sched.graph, sched.part.materialized, kernels, homes)
+    return dataclasses.replace(
+        sched,
+        kernels=tuple(placed),
+        homes=homes,
+        arena_bytes=arena,
+        intermediate_bytes=intermediate,
+    )
 
 
 def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:
@@ -365,4 +410,4 @@ def _direct_reads(graph: Graph, mat: frozenset[int], root: int) -> set[int]:
     return direct - indirect
 
 
-__all__ = ["Kernel", "Partition", "Place", "Schedule", "orient", "schedule"]
+__all__ = ["Kernel", "PadFold", "Partition", "Place", "Schedule", "orient", "schedule", "unpad"]

@@ -15,6 +15,7 @@ class Variant:
     kc: int | None = None  # reduction (K) block; None: not blocked
     parallel: bool | None = None  # None: parallel above the backend's work threshold
     orient: int = 0  # a contraction's orientation: 0 as planned, n its n-th alternative
+    unpad: bool = False  # reads the source of the pad it reads (`Kernel.fold`), not the pad
 
     @property
     def label(self) -> str:
@@ -27,6 +28,8 @@ class Variant:
             parts.append("par" if self.parallel else "seq")
         if self.orient:
             parts.append(f"o{self.orient}")
+        if self.unpad:
+            parts.append("unpad")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, object]:
@@ -35,7 +38,11 @@ class Variant:
     @staticmethod
     def from_json(data: dict[str, object]) -> Variant:
         return Variant(
-            **{k: data[k] for k in ("impl", "mr", "nr", "kc", "parallel", "orient") if k in data}
+            **{
+                k: data[k]
+                for k in ("impl", "mr", "nr", "kc", "parallel", "orient", "unpad")
+                if k in data
+            }
         )  # type: ignore[arg-type]
 
 

@@ -55,6 +55,9 @@ def describe(sched: Schedule, kernel: Kernel) -> str:
         # The fused epilogue reads the reduction: describe the reduction as computed here.
         lines.append(f"reduction={visit(kernel.reduction, True)}")
     visit(kernel.node, True)
+    if kernel.fold is not None:  # it may read the pad's source: other variants, other code
+        f = kernel.fold
+        lines.append(f"fold {g.nodes[f.pad].arg!r} of {visit(f.source, False)}")
     for r in kernel.reads:
         if r < 0:  # a packed constant: its layout follows from the plan; shape and dtype
             a = sched.packed[r]

@@ -21,6 +21,11 @@ first.  Timed in a loop on one core, a kernel found its destination in its own c
 alone: on the 2-core Zen 4 benchmark machine a 288-channel pad (14x14 -> 18x18, 373 KB)
 took 7 us timed so and 50 us in the model, and the search chose one thread for pads and small
 elementwise kernels that ran 2-5x faster on two there (mobilenet_v3_small).
+
+A kernel that may read its pad's source (`Kernel.fold`) is timed, in every candidate that
+reads the pad, with the pad's kernel first inside the timed region (`lum_pads`): a
+candidate reading the source (`Variant.unpad`) drops that kernel from the model, so each
+is timed for what the model would run.
 """
 
 from __future__ import annotations
@@ -61,8 +66,13 @@ def timing_source(
         parts = [codegen.preamble(options)]
     index = {k.name: n for n, k in enumerate(sched.kernels)}
     tables = []
+    pads: dict[str, str] = {}  # kernel -> its pad's kernel, timed before what reads the pad
     for name, variants in candidates.items():
         kernel = sched.kernels[index[name]]
+        if kernel.fold is not None:
+            pad = sched.kernels[index[kernel.fold.kernel]]
+            pads[name] = f"{name}__pad"
+            parts.append(codegen.generate_kernel(sched, pad, options, None, pads[name]))
         fns = []
         for v, variant in enumerate(variants):
             if model and variant == options.variants.get(name, DEFAULT):
@@ -76,12 +86,14 @@ def timing_source(
     defaults = ", ".join(k.name for k in sched.kernels) if model and n else "0"
     rows = ", ".join(f"lum_v_{k.name}" if k.name in candidates else "0" for k in sched.kernels)
     counts = ", ".join(str(len(candidates.get(k.name, ()))) for k in sched.kernels)
+    pad_fns = ", ".join(pads.get(k.name, "0") for k in sched.kernels)
     parts.append(
         "typedef int (*lum_kfn)(uint8_t *, const uint8_t *, void *const *, void *const *);\n"
         + "\n".join(tables)
         + f"\nstatic const lum_kfn lum_defaults[{max(n, 1)}] = {{{defaults}}};\n"
         f"static const lum_kfn *const lum_table[{max(n, 1)}] = {{{rows or '0'}}};\n"
         f"static const int lum_counts[{max(n, 1)}] = {{{counts or '0'}}};\n"
+        f"static const lum_kfn lum_pads[{max(n, 1)}] = {{{pad_fns or '0'}}};\n"
         + ("" if model else "#define LUM_NO_MODEL 1\n")
         + _TIMING_C
     )
@@ -140,16 +152,18 @@ int lum_prefix(int upto, uint8_t *arena, const uint8_t *weights, void *const *in
 int lum_call(int k, int v, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
     return lum_pick(k, v)(arena, weights, inputs, outputs);
 }
+/* with_pad: the kernel's pad (`lum_pads`) runs first, inside the timed region */
 int lum_time(int k, int v, int reps, double *out, uint8_t *arena, const uint8_t *weights,
              void *const *inputs, void *const *outputs, uint8_t *restore_to, const uint8_t *saved, int64_t restore_bytes,
-             const uint8_t *share_at, int64_t share_bytes) {
-    lum_kfn f = lum_pick(k, v);
+             const uint8_t *share_at, int64_t share_bytes, int with_pad) {
+    lum_kfn f = lum_pick(k, v), pad = with_pad ? lum_pads[k] : 0;
     int err = 0;
     LUM_FTZ_ON();
     for (int r = 0; r < reps; r++) {
         if (restore_bytes > 0) memcpy(restore_to, saved, (size_t)restore_bytes);
         lum_share(share_at, share_bytes);
         double t0 = lum_clock();
+        if (pad) err |= pad(arena, weights, inputs, outputs);
         err |= f(arena, weights, inputs, outputs);
         out[r] = lum_clock() - t0;
     }
@@ -239,6 +253,9 @@ class TimingLibrary:
         share = (dest.ctypes.data, min(dest.nbytes, SHARE_MAX))
         expected = self.expected.get(kernel.node)
         checked: dict[int, Timing] = {}
+        # A kernel that may read its pad's source (`Kernel.fold`): what reads the pad is
+        # timed with the pad's kernel before it, which a variant reading the source drops.
+        with_pad = [kernel.fold is not None and not variant.unpad for variant in variants]
         for v in order:
             if nbytes:  # in place: the destination is the input, restored
                 ctypes.memmove(restore_to, saved.ctypes.data, nbytes)
@@ -247,12 +264,12 @@ class TimingLibrary:
             self._lib.lum_call(k, v, *self._args())
             ok, err = agrees(dest, expected, Check.KERNEL)
             if ok:
-                self._time(k, v, 2, restore_to, saved, nbytes, share)  # warm-up: caches, threads
+                self._time(k, v, 2, restore_to, saved, nbytes, share, with_pad[v])  # warm-up
             checked[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
         timed = time_interleaved(
             kernel.name,
             checked,
-            lambda v, reps: self._time(k, v, reps, restore_to, saved, nbytes, share),
+            lambda v, reps: self._time(k, v, reps, restore_to, saved, nbytes, share, with_pad[v]),
             should_stop,
             rounds,
         )
@@ -267,6 +284,7 @@ class TimingLibrary:
         saved: np.ndarray,
         nbytes: int,
         share: tuple[int, int],
+        with_pad: bool,
     ) -> list[float]:
         buf = (ctypes.c_double * reps)()
         self._lib.lum_time(
@@ -280,6 +298,7 @@ class TimingLibrary:
             ctypes.c_int64(nbytes),
             ctypes.c_void_p(share[0]),
             ctypes.c_int64(share[1]),
+            ctypes.c_int(with_pad),
         )
         return list(buf)
 

@@ -652,7 +652,13 @@ class _KernelWriter:
             blas.write(self, out)
             return
         if self.v.impl in stencil.IMPLS:
-            stencil.write(self, out, simd.ISAS[self.o.simd], self.v.impl == stencil.HALF_IMPL)
+            stencil.write(
+                self,
+                out,
+                simd.ISAS[self.o.simd],
+                self.v.impl == stencil.HALF_IMPL,
+                self.v.unpad,
+            )
             return
         if self.v.impl in winograd.TILE:
             winograd.write(self, out, simd.ISAS[self.o.simd])

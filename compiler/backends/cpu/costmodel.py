@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from luminal.compiler.backends.cpu import stencil, toolchain
 from luminal.compiler.backends.cpu.native import open_library
+from luminal.compiler.ir import numel
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.schedule.work import cost
@@ -110,6 +111,11 @@ def estimate(
         parallel = True  # the library threads itself above its own threshold
     if parallel and machine.cores > 1:
         seconds = seconds / machine.cores + machine.parallel_overhead_s
+    if kernel.fold is not None and not variant.unpad:
+        # timed with the pad's kernel before it (`bench.py`): the source copied into the pad
+        g = sched.graph
+        moved = sum(numel(g.nodes[i].shape) * 4 for i in (kernel.fold.pad, kernel.fold.source))
+        seconds += moved / (machine.bandwidth_gbs * 1e9 * machine.cores) + machine.call_overhead_s
     return seconds + machine.call_overhead_s
 
 

@@ -63,6 +63,14 @@ IMPL = "stencil"
 HALF_IMPL = "stencil-half"
 IMPLS = (IMPL, HALF_IMPL)
 
+#: Most bytes of padded rows one work item builds on the stack (`Variant.unpad`).
+MAX_TILE = 64 << 10
+
+#: Bytes of padded rows an unpadding item builds at most when it takes several row blocks
+#: (half of a 32 KiB L1), and the fewest items it leaves the threads.
+GROUP_TILE = 16 << 10
+GROUP_MIN_ITEMS = 16
+
 
 @dataclass(frozen=True)
 class StencilLayout:
@@ -115,8 +123,90 @@ def half_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     return lay is not None and lay.vec.size < isa.width
 
 
-def write(w: _KernelWriter, out: list[str], isa: Isa, half: bool = False) -> None:
-    """The kernel in `isa`'s vectors (`LUM_V*`), or in its half-width ISA's (`LUM_H*`)."""
+def unpad_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
+    """Legal, and the streamed operand is a pad whose source the kernel may read
+    (`Kernel.fold`), with the padded rows one item reads within `MAX_TILE`."""
+    if not legal(sched, kernel, isa) or kernel.fold is None:
+        return False
+    assert kernel.contraction is not None
+    lay = StencilLayout.of(kernel.contraction)
+    assert lay is not None
+    if lay.a[0] != kernel.fold.pad:
+        return False
+    width = sched.graph.nodes[kernel.fold.pad].shape[-1]
+    widths = {isa.width, HALF[isa.name].width if isa.name in HALF else isa.width}
+    return max(_tile_rows(lay, vw, width) for vw in widths) * width * 4 <= MAX_TILE
+
+
+def _span(lay: StencilLayout, ao: Lin, rows: int, ra: int) -> int:
+    """The last element of A one item reads, past its first: `rows` output rows of the
+    whole window along the whole row (the vector loads never read past it)."""
+    k_last = max(lay.k.offsets(ao), default=0)
+    return (rows - 1) * ra + k_last + (lay.vec.size - 1) * ao.coeff(lay.vec)
+
+
+def _tile_rows(lay: StencilLayout, vw: int, width: int, groups: int = 1) -> int:
+    """Padded rows one item of `groups` row blocks reads at most (whatever column it
+    starts at)."""
+    ao = lay.a[1]
+    nv = min(BLOCK // vw, -(-lay.vec.size // vw))
+    row, rows = _row_block(lay, lay.b[1], nv)
+    ra = ao.coeff(row) if row is not None else 0
+    return (width - 1 + _span(lay, ao, rows * groups, ra)) // width + 1
+
+
+def _groups(lay: StencilLayout, vw: int, width: int, blocks: int, items: int) -> int:
+    """Row blocks one unpadding item computes: the most (a divisor of `blocks`) whose
+    padded rows fit `GROUP_TILE`, leaving at least `GROUP_MIN_ITEMS` items.  Each item
+    builds the rows its blocks share once: one block of 4 rows of a 3x3 window builds 6
+    rows, seven build 30."""
+    best = 1
+    for g in range(2, blocks + 1):
+        if _tile_rows(lay, vw, width, g) * width * 4 > GROUP_TILE or items // g < GROUP_MIN_ITEMS:
+            break
+        if blocks % g == 0:
+            best = g
+    return best
+
+
+def _padded_rows(
+    w: _KernelWriter, out: list[str], ind: str, aoff: str, span: int, tile_rows: int
+) -> None:
+    """`tile`: the padded rows an item reads from `aoff` (an offset into the pad's
+    buffer) to `aoff + span`, built from the pad's source on the stack at the pad's row
+    width, `aoff` at `tile + x0`: the item's loads read it as they would the pad's
+    buffer."""
+    f = w.k.fold
+    assert f is not None
+    g = w.g
+    hp, wp = g.nodes[f.pad].shape[-2:]
+    (top, bottom), (left, right) = f.widths(g)
+    h, wd = hp - top - bottom, wp - left - right
+    fill = f"{f.fill(g)!r}f"
+    src = w._pointer(f.source)
+    out += [
+        f"{ind}float tile[{tile_rows * wp}] __attribute__((aligned(64)));",
+        f"{ind}const int64_t g0 = ({aoff}) / {wp}, x0 = ({aoff}) - g0 * {wp};",
+        f"{ind}const int64_t nrows = (x0 + {span}) / {wp} + 1;",
+        f"{ind}for (int64_t r = 0; r < nrows; r++) {{",
+        f"{ind}    const int64_t plane = (g0 + r) / {hp}, y = g0 + r - plane * {hp} - {top};",
+        f"{ind}    float *trow = tile + r * {wp};",
+        f"{ind}    if (y < 0 || y >= {h}) {{",
+        f"{ind}        for (int64_t j = 0; j < {wp}; j++) trow[j] = {fill};",
+        f"{ind}    }} else {{",
+        f"{ind}        for (int64_t j = 0; j < {left}; j++) trow[j] = {fill};",
+        f"{ind}        memcpy(trow + {left}, {src} + plane * {h * wd} + y * {wd}, {wd * 4});",
+        f"{ind}        for (int64_t j = {left + wd}; j < {wp}; j++) trow[j] = {fill};",
+        f"{ind}    }}",
+        f"{ind}}}",
+    ]
+
+
+def write(
+    w: _KernelWriter, out: list[str], isa: Isa, half: bool = False, unpad: bool = False
+) -> None:
+    """The kernel in `isa`'s vectors (`LUM_V*`), or in its half-width ISA's (`LUM_H*`);
+    with `unpad`, reading the source of the pad it reads (`_padded_rows`)."""
     p = w.k.contraction
     assert p is not None
     lay = StencilLayout.of(p)
@@ -125,7 +215,7 @@ def write(w: _KernelWriter, out: list[str], isa: Isa, half: bool = False) -> Non
         isa = HALF[isa.name]
     vm, vt = ("LUM_H", "lum_hf") if half else ("LUM_V", "lum_vf")
     (ab, ao), (bb, bo) = lay.a, lay.b
-    pa, pb = w._pointer(ab), w._pointer(bb)
+    pb = w._pointer(bb)
     V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
     NV = min(BLOCK // VW, -(-V // VW))  # vectors per row block
     JB = NV * VW
@@ -143,15 +233,37 @@ def write(w: _KernelWriter, out: list[str], isa: Isa, half: bool = False) -> Non
     bbase = _without(bo, lay.k.vars)
     ak = k_offsets(w, lay.k, ao, "ak")
     bk = k_offsets(w, lay.k, bo, "bk")
+    work = outer.size * R * V * K
+    blk = (rb if R > 1 else row) if row is not None else None  # the row blocks' loop
+    G = 1
+    if unpad and blk is not None:
+        G = _groups(lay, VW, w.g.nodes[ab].shape[-1], blk.size, outer.size)
+    if G > 1:  # an item takes G row blocks, building the rows they share once
+        assert blk is not None
+        grp = Var(f"{blk.name}g", blk.size // G)
+        outer = Axis(tuple(grp if v == blk else v for v in outer.vars))
     items = outer.size
-    if items > 1 and w._parallel(items * R * V * K):
+    if items > 1 and w._parallel(work):
         w.pool = (str(items), "0")
         out.append("    for (int64_t t = lum_lo; t < lum_hi; t++) {")
     else:
         out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
     i2 = "        "
     out.extend(f"{i2}const int64_t {v.name} = {e};" for v, e in outer.unflatten("t"))
-    out.append(f"{i2}const float *ab = {pa} + ({abase.c()});")
+    if unpad:
+        wp = w.g.nodes[ab].shape[-1]
+        first = abase.substitute({blk: Lin.of(grp) * G}) if G > 1 else abase
+        span = _span(lay, ao, R * G, ra)
+        _padded_rows(w, out, i2, first.c(), span, _tile_rows(lay, VW, wp, G))
+    if G > 1:
+        out.append(f"{i2}for (int64_t gi = 0; gi < {G}; gi++) {{")
+        i2 += "    "
+        out.append(f"{i2}const int64_t {blk.name} = {grp.name} * {G} + gi;")
+        out.append(f"{i2}const float *ab = tile + x0 + gi * {R * ra};")
+    elif unpad:
+        out.append(f"{i2}const float *ab = tile + x0;")
+    else:
+        out.append(f"{i2}const float *ab = {w._pointer(ab)} + ({abase.c()});")
     out.append(f"{i2}const float *bb = {pb} + ({bbase.c()});")
     out.append(f"{i2}for (int64_t j0 = 0; j0 < {V}; j0 += {JB}) {{")
     i3 = i2 + "    "
@@ -192,6 +304,8 @@ def write(w: _KernelWriter, out: list[str], isa: Isa, half: bool = False) -> Non
     )
     _store(w, out, i3, lay, row, R, JB, V)
     out.append(f"{i2}}}")
+    if G > 1:
+        out.append("        }")
     out.append("    }")
     del out_block
 

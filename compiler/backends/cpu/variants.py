@@ -78,8 +78,12 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             out.append(Variant(impl="loop"))
         if stencil.legal(sched, kernel, isa):
             out.append(Variant(impl=stencil.IMPL))
+        if stencil.unpad_legal(sched, kernel, isa):  # its pad's rows built per item
+            out.append(Variant(impl=stencil.IMPL, unpad=True))
         if stencil.half_legal(sched, kernel, isa):
             out.append(Variant(impl=stencil.HALF_IMPL))
+            if stencil.unpad_legal(sched, kernel, isa):
+                out.append(Variant(impl=stencil.HALF_IMPL, unpad=True))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:

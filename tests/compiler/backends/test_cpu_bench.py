@@ -155,3 +155,38 @@ def test_the_pool_reads_a_destination_before_each_timed_call(
         assert max(readers) == 1 and set(readers) <= {0, 1}  # a worker, never the caller
     (t,) = lib.measure(k, (Variant(),), [0])  # and the timed calls still check out
     assert t.ok and t.seconds > 0
+
+
+def test_a_kernel_reading_a_pad_is_timed_with_the_pad_unless_it_reads_the_source() -> None:
+    """`Kernel.fold`: a variant reading the pad's source (`unpad`) drops the pad's kernel,
+    so what reads the pad is timed with the pad's kernel in the timed region, and both
+    check out against the reference (the source is alive when the kernel runs)."""
+    from luminal.compiler.backends.cpu import simd, stencil
+    from tests.compiler.schedule.test_unpad import _block, _depthwise
+
+    sched = schedule(_block(c=16, h=24, w=24))
+    k = _depthwise(sched)
+    assert k.fold is not None
+    flags, features = toolchain.feature_flags(detect_cpu())
+    if not stencil.unpad_legal(sched, k, simd.isa_for(features)):
+        pytest.skip("no stencil on this machine")
+    variants = (Variant(impl=stencil.IMPL), Variant(impl=stencil.IMPL, unpad=True))
+    tc = toolchain.find_toolchain()
+    cg = codegen.options_for(features, tc.openmp)
+    feeds = random_inputs(sched.graph.input_specs())
+    lib = bench.build(sched, cg, {k.name: variants}, tc, flags, sched.weights_blob(), feeds)
+    assert f"{k.name}__pad(" in bench.timing_source(sched, cg, {k.name: variants})
+    timings = lib.measure(k, variants, [0, 1], rounds=Rounds(stop_ratio=1e9))
+    assert all(t.ok and t.seconds > 0 for t in timings), timings
+    # the pad's kernel runs in the timed region of what reads the pad, and only there
+    pad = sched.graph.nodes[k.fold.pad]
+    home = sched.homes[k.fold.pad].index
+    padded = lib.arena[home : home + 4 * int(np.prod(pad.shape))].view(np.float32)
+    want = padded.copy()
+    position = [x.name for x in sched.kernels].index(k.name)
+    restore = (0, np.zeros(1, np.uint8), 0)
+    for with_pad in (False, True):
+        padded[:] = np.nan
+        lib._time(position, 0, 1, *restore, (0, 0), with_pad)
+        assert np.isnan(padded).all() != with_pad
+    np.testing.assert_array_equal(padded, want)

@@ -2,8 +2,9 @@
 run natively, against the reference interpreter: stride 1 and 2, 3x3 to 7x7 windows,
 rows shorter than a vector, rows that leave a masked tail, full strided blocks, bias and ReLU epilogues, SiLU with a
 residual read along the row,
-threads on and off, on every vector ISA this machine has; and `legal` only for the
-stencil shape (not a dense convolution or a matmul)."""
+threads on and off, on every vector ISA this machine has; `legal` only for the
+stencil shape (not a dense convolution or a matmul); and the variant that reads the pad's
+source instead of the pad (`Variant.unpad`), the pad's kernel then dropped."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from luminal.compiler.frontend.compose import math as m
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.ir import DType, Graph, GraphBuilder
 from luminal.compiler.ir import interpreter as reference
-from luminal.compiler.schedule import Kernel, Schedule, schedule
+from luminal.compiler.schedule import Kernel, Schedule, schedule, unpad
 from luminal.compiler.schedule.variant import Variant
 
 FLAGS, FEATURES = toolchain.feature_flags(detect_cpu())
@@ -158,3 +159,62 @@ def test_half_width_is_offered_only_for_rows_shorter_than_a_vector() -> None:
     (kernel,) = _contractions(sched)
     assert stencil.legal(sched, kernel, simd.AVX512)
     assert not stencil.half_legal(sched, kernel, simd.AVX512)
+
+
+@pytest.mark.skipif(not ISAS, reason="no AVX2 or AVX-512")
+@pytest.mark.parametrize(
+    "c,h,w,k,stride,residual",
+    [
+        (3, 7, 7, 3, 1, False),  # the whole map in one item's rows
+        (4, 9, 37, 3, 1, True),  # full blocks and a masked tail, SiLU + residual
+        (4, 10, 12, 3, 2, False),  # strided: even lanes of two loads
+        (4, 6, 130, 3, 2, False),
+        (3, 11, 13, 5, 2, True),
+        (2, 8, 21, 7, 1, False),
+        (16, 28, 28, 3, 1, False),  # items of several row blocks, their rows built once
+        (12, 20, 40, 3, 2, True),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("impl", [stencil.IMPL, stencil.HALF_IMPL])
+@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+def test_unpadding_stencil_reads_the_source_and_matches_reference(
+    c: int, h: int, w: int, k: int, stride: int, residual: bool, impl: str, parallel: bool
+) -> None:
+    """`Variant(unpad=True)`: the stencil builds the padded rows each item reads from the
+    pad's source (`Kernel.fold`); settled (`schedule.unpad`), the pad's kernel is gone and
+    the model still equals the reference, zeros at every border included."""
+    g = _conv_graph(c, h, w, k=k, stride=stride, residual=residual)
+    sched = schedule(g)
+    (kernel,) = _contractions(sched)
+    assert kernel.fold is not None
+    isa = simd.ISAS[ISAS[-1]]
+    if impl == stencil.HALF_IMPL and not stencil.half_legal(sched, kernel, isa):
+        pytest.skip("no half-width variant for this row")
+    variant = Variant(impl=impl, unpad=True, parallel=parallel)
+    assert stencil.unpad_legal(sched, kernel, isa)
+    assert Variant(impl=impl, unpad=True) in candidates(sched, kernel, FEATURES)
+    settled = unpad(sched, {kernel.name: variant})
+    assert [x.name for x in settled.kernels] == [kernel.name]  # the pad's kernel dropped
+    (folded,) = settled.kernels
+    assert kernel.fold.source in folded.reads and kernel.fold.pad not in folded.reads
+    options = codegen.options_for(FEATURES, True, simd=isa.name, variants={kernel.name: variant})
+    source = codegen.generate(settled, options)
+    assert "float tile[" in source
+    assert ("for (int64_t gi = 0;" in source) == (c >= 12)  # several row blocks an item
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    got = NativeLibrary.build(settled, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-5)
+
+
+def test_unpadding_is_offered_only_where_the_stencil_reads_a_pad_alone() -> None:
+    """A dense convolution may read its pad's source too (the schedule is backend-neutral)
+    but is no stencil; a convolution without a pad has nothing to fold."""
+    dense = schedule(_conv_graph(4, 10, 10, groups=1))
+    (kernel,) = _contractions(dense)
+    assert kernel.fold is not None and not stencil.unpad_legal(dense, kernel, simd.AVX2)
+    assert not any(v.unpad for v in candidates(dense, kernel, FEATURES))
+    one = schedule(_conv_graph(4, 10, 10, k=1))  # a 1x1 window: no pad
+    (kernel,) = _contractions(one)
+    assert kernel.fold is None and not stencil.unpad_legal(one, kernel, simd.AVX2)
