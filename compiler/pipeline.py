@@ -164,7 +164,7 @@ def settle(job: Job) -> Job:
     variant reads through dropped (`schedule.unpad`), and the arena planned for it."""
     assert job.sched is not None
     sched, variants = orient(job.sched, job.variants)
-    sched = unpad(sched, variants)
+    sched, variants = unpad(sched, variants)
     return dataclasses.replace(job, sched=sched, variants=variants)
 
 

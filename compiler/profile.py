@@ -199,7 +199,7 @@ def profile_artifact(
         graph, _ = rewritten(graph, options)
     from luminal.compiler.schedule import schedule, unpad
 
-    sched = unpad(schedule(graph), manifest.variants)
+    sched, _ = unpad(schedule(graph), manifest.variants)
     if not _same_schedule(sched, manifest.schedule, manifest.variants):
         raise UsageError(
             f"{path}: rebuilding its schedule from {source} gives other kernels than it "

@@ -288,13 +288,14 @@ def orient(sched: Schedule, variants: Mapping[str, Variant]) -> tuple[Schedule, 
     return out, plain
 
 
-def unpad(sched: Schedule, variants: Mapping[str, Variant]) -> Schedule:
+def unpad(sched: Schedule, variants: Mapping[str, Variant]) -> tuple[Schedule, dict[str, Variant]]:
     """Each kernel that may read a pad's source (`Kernel.fold`) settled by its variant:
     where the variant reads the source (`Variant.unpad`), the pad's kernel is dropped;
     elsewhere the kernel reads the pad as planned and no longer the source.  The arena is
-    planned anew for what the kernels then read."""
+    planned anew for what the kernels then read.  Returns the variants of the kernels
+    left."""
     if all(k.fold is None for k in sched.kernels):
-        return sched
+        return sched, dict(variants)
     dropped: set[str] = set()
     kernels: list[Kernel] = []
     for k in sched.kernels:
@@ -308,13 +309,14 @@ def unpad(sched: Schedule, variants: Mapping[str, Variant]) -> Schedule:
     kernels = [k for k in kernels if k.name not in dropped]
     homes = {i: h for i, h in sched.homes.items() if h.kind != "arena"}
     placed, arena, intermediate = _placed(sched.graph, sched.part.materialized, kernels, homes)
-    return dataclasses.replace(
+    out = dataclasses.replace(
         sched,
         kernels=tuple(placed),
         homes=homes,
         arena_bytes=arena,
         intermediate_bytes=intermediate,
     )
+    return out, {n: v for n, v in variants.items() if n not in dropped}
 
 
 def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:

@@ -149,3 +149,71 @@ def test_an_artifact_is_rebuilt_with_its_compiles_rewrite(
     p = profile_artifact(out, {}, seconds=0.05)
     assert result.schedule is not None
     assert [r.name for r in p.kernels] == [k.name for k in result.schedule.kernels]
+
+
+def _depthwise_onnx(path: Path) -> Path:
+    """A 1x1 expansion + ReLU, then a padded 3x3 depthwise convolution + ReLU."""
+    rng = np.random.default_rng(4)
+    inits = [
+        numpy_helper.from_array((rng.standard_normal(s) * 0.4).astype(np.float32), n)
+        for n, s in (("w1", (16, 4, 1, 1)), ("w2", (16, 1, 3, 3)))
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["e"], name="expand"),
+        helper.make_node("Relu", ["e"], ["r"], name="relu1"),
+        helper.make_node("Conv", ["r", "w2"], ["d"], name="dw", group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["d"], ["y"], name="relu2"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "dw",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 24, 24])],
+        inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_an_artifact_whose_stencil_reads_the_pads_source_is_profiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the search chose a stencil that reads its pad's source (`Variant.unpad`), the
+    artifact has no pad kernel, nor a variant for it (the search had chosen one), its
+    output agrees with the reference (the compile's check), and the rebuild for `luminal
+    profile` drops the same kernel."""
+    import dataclasses
+
+    from luminal.compiler import pipeline
+    from luminal.compiler.backends.cpu import simd, stencil, toolchain
+    from luminal.compiler.check import CheckStatus
+    from luminal.compiler.hardware import detect_cpu
+    from luminal.compiler.schedule.variant import Variant
+
+    if not simd.isa_for(toolchain.feature_flags(detect_cpu())[1]).loadn:
+        pytest.skip("no stencil on this machine")
+    chosen: dict[str, str] = {}
+
+    def tune(job: pipeline.Job) -> pipeline.Job:  # the search's choice, without timing
+        assert job.sched is not None
+        dw = [k for k in job.sched.kernels if k.fold is not None]
+        assert len(dw) == 1 and dw[0].fold is not None
+        chosen.update(dw=dw[0].name, pad=dw[0].fold.kernel)
+        picks = {dw[0].name: Variant(impl=stencil.IMPL, unpad=True)}
+        picks[dw[0].fold.kernel] = Variant(parallel=False)
+        return pipeline.settle(dataclasses.replace(job, variants=picks))
+
+    stages = tuple(
+        pipeline.Stage(s.name, tune) if s.run is pipeline.tune else s for s in pipeline.STAGES
+    )
+    monkeypatch.setattr(pipeline, "STAGES", stages)
+    src = _depthwise_onnx(tmp_path / "dw.onnx")
+    out = tmp_path / "dw.lmnl"
+    result = compile_model(load(src), out, CompileOptions(budget_seconds=0, rewrite=False))
+    assert result.check is not None and result.check.status is CheckStatus.PASSED  # = reference
+    assert result.schedule is not None
+    names = [k.name for k in result.schedule.kernels]
+    assert chosen["dw"] in names and chosen["pad"] not in names
+    p = profile_artifact(out, {}, seconds=0.05)
+    assert [r.name for r in p.kernels] == names
+    assert any(r.variant == "stencil-unpad" and "dw" in r.nodes for r in p.kernels)

@@ -194,7 +194,7 @@ def test_unpadding_stencil_reads_the_source_and_matches_reference(
     variant = Variant(impl=impl, unpad=True, parallel=parallel)
     assert stencil.unpad_legal(sched, kernel, isa)
     assert Variant(impl=impl, unpad=True) in candidates(sched, kernel, FEATURES)
-    settled = unpad(sched, {kernel.name: variant})
+    settled, _ = unpad(sched, {kernel.name: variant})
     assert [x.name for x in settled.kernels] == [kernel.name]  # the pad's kernel dropped
     (folded,) = settled.kernels
     assert kernel.fold.source in folded.reads and kernel.fold.pad not in folded.reads

@@ -65,7 +65,7 @@ def test_settled_without_unpadding_the_kernel_reads_the_pad_as_planned() -> None
     sched = schedule(_block())
     k = _depthwise(sched)
     assert k.fold is not None
-    settled = unpad(sched, {})
+    settled, _ = unpad(sched, {})
     assert [x.name for x in settled.kernels] == [x.name for x in sched.kernels]
     again = _depthwise(settled)
     assert again.fold is None and k.fold.source not in again.reads and k.fold.pad in again.reads
@@ -82,9 +82,11 @@ def test_settled_models_match_the_reference(impl: str) -> None:
     k = _depthwise(sched)
     assert k.fold is not None
     variant = Variant(impl=impl, unpad=impl == stencil.IMPL)
-    settled = unpad(sched, {k.name: variant})
+    pad_variant = Variant(parallel=False)  # what the search chose for the pad's kernel
+    settled, kept = unpad(sched, {k.name: variant, k.fold.kernel: pad_variant})
     names = [x.name for x in settled.kernels]
     assert (k.fold.kernel in names) is not variant.unpad
+    assert set(kept) <= set(names) and kept[k.name] == variant  # no variant of a dropped one
     if variant.unpad:
         assert k.fold.pad not in settled.homes
         (a, b), (c, d) = _span(settled, k.fold.source), _span(settled, _depthwise(settled).node)
