@@ -22,10 +22,10 @@ alone: on the 2-core Zen 4 benchmark machine a 288-channel pad (14x14 -> 18x18, 
 took 7 us timed so and 50 us in the model, and the search chose one thread for pads and small
 elementwise kernels that ran 2-5x faster on two there (mobilenet_v3_small).
 
-A kernel that may read its pad's source (`Kernel.fold`) is timed, in every candidate that
-reads the pad, with the pad's kernel first inside the timed region (`lum_pads`): a
-candidate reading the source (`Variant.unpad`) drops that kernel from the model, so each
-is timed for what the model would run.
+A kernel that may read its pad's source (`Kernel.fold`), measured with a candidate that
+does (`Variant.unpad`), is timed in every candidate that reads the pad with the pad's
+kernel first inside the timed region (`lum_pads`): the candidate reading the source drops
+that kernel from the model, so each is timed for what the model would run.
 """
 
 from __future__ import annotations
@@ -253,9 +253,11 @@ class TimingLibrary:
         share = (dest.ctypes.data, min(dest.nbytes, SHARE_MAX))
         expected = self.expected.get(kernel.node)
         checked: dict[int, Timing] = {}
-        # A kernel that may read its pad's source (`Kernel.fold`): what reads the pad is
-        # timed with the pad's kernel before it, which a variant reading the source drops.
-        with_pad = [kernel.fold is not None and not variant.unpad for variant in variants]
+        # A kernel that may read its pad's source (`Kernel.fold`), measured against a
+        # variant that does: what reads the pad is timed with the pad's kernel before it,
+        # which a variant reading the source drops.
+        against = kernel.fold is not None and any(v.unpad for v in variants)
+        with_pad = [against and not variant.unpad for variant in variants]
         for v in order:
             if nbytes:  # in place: the destination is the input, restored
                 ctypes.memmove(restore_to, saved.ctypes.data, nbytes)
