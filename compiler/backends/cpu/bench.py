@@ -69,7 +69,7 @@ def timing_source(
     pads: dict[str, str] = {}  # kernel -> its pad's kernel, timed before what reads the pad
     for name, variants in candidates.items():
         kernel = sched.kernels[index[name]]
-        if kernel.fold is not None:
+        if kernel.fold is not None and any(v.unpad for v in variants):
             pad = sched.kernels[index[kernel.fold.kernel]]
             pads[name] = f"{name}__pad"
             parts.append(codegen.generate_kernel(sched, pad, options, None, pads[name]))
