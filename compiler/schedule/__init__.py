@@ -1,10 +1,14 @@
 """Schedule: kernels in execution order, where every buffer lives, and the arena plan.
 
     partition (what is materialized) -> kernels (one per materialized compute node, in
-    topological order, each with its kind) -> homes (input, output, weight or arena
-    slot) -> lifetimes -> memory plan.
+    topological order, each with its kind) -> pads a contraction may read through
+    (`unpad.py`) -> homes (input, output, weight or arena slot) -> lifetimes -> memory
+    plan.
 
-The schedule is backend-neutral: a backend turns each kernel into code.
+The schedule is backend-neutral: a backend turns each kernel into code.  After the search,
+`orient` and `unpad` settle what the chosen variants decide (a contraction's orientation;
+a pad's kernel dropped where its reader reads the source) and lay the weights and the
+arena out again.
 """
 
 from __future__ import annotations
