@@ -45,7 +45,7 @@ from luminal.compiler.check import CheckResult, CheckStatus, check_build
 from luminal.compiler.frontend.model import LoadedModel
 from luminal.compiler.ir import Graph, narrow, precision, spec
 from luminal.compiler.options import CompileOptions
-from luminal.compiler.schedule import Schedule, orient, schedule, unpad
+from luminal.compiler.schedule import Schedule, schedule, settled
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.schedule.work import cost
 from luminal.compiler.search.kernels import KernelSearchOptions, KernelSearchReport
@@ -163,8 +163,7 @@ def settle(job: Job) -> Job:
     alternatives dropped and weights laid out for what the kernels read; each pad a
     variant reads through dropped (`schedule.unpad`), and the arena planned for it."""
     assert job.sched is not None
-    sched, variants = orient(job.sched, job.variants)
-    sched, variants = unpad(sched, variants)
+    sched, variants = settled(job.sched, job.variants)
     return dataclasses.replace(job, sched=sched, variants=variants)
 
 

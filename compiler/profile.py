@@ -197,9 +197,9 @@ def profile_artifact(
         from luminal.compiler.pipeline import rewritten
 
         graph, _ = rewritten(graph, options)
-    from luminal.compiler.schedule import schedule, unpad
+    from luminal.compiler.schedule import schedule, settled
 
-    sched, _ = unpad(schedule(graph), manifest.variants)
+    sched, _ = settled(schedule(graph), manifest.variants)
     if not _same_schedule(sched, manifest.schedule, manifest.variants):
         raise UsageError(
             f"{path}: rebuilding its schedule from {source} gives other kernels than it "

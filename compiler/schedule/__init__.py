@@ -323,6 +323,15 @@ def unpad(sched: Schedule, variants: Mapping[str, Variant]) -> tuple[Schedule, d
     return out, {n: v for n, v in variants.items() if n not in dropped}
 
 
+def settled(
+    sched: Schedule, variants: Mapping[str, Variant]
+) -> tuple[Schedule, dict[str, Variant]]:
+    """The schedule as the chosen variants run it (`orient`, then `unpad`), and those
+    variants: what a compile writes, and what `luminal profile` rebuilds an artifact as."""
+    sched, plain = orient(sched, variants)
+    return unpad(sched, plain)
+
+
 def _nbytes(graph: Graph, packed: Mapping[int, np.ndarray], i: int) -> int:
     if i < 0:
         return int(packed[i].nbytes)
@@ -416,4 +425,14 @@ def _direct_reads(graph: Graph, mat: frozenset[int], root: int) -> set[int]:
     return direct - indirect
 
 
-__all__ = ["Kernel", "PadFold", "Partition", "Place", "Schedule", "orient", "schedule", "unpad"]
+__all__ = [
+    "Kernel",
+    "PadFold",
+    "Partition",
+    "Place",
+    "Schedule",
+    "orient",
+    "schedule",
+    "settled",
+    "unpad",
+]

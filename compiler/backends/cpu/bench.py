@@ -50,6 +50,13 @@ from luminal.references.parity import Check, agrees
 SHARE_MAX = 1 << 20
 
 
+def timed_with_pad(kernel: Kernel, variants: Sequence[Variant]) -> bool:
+    """Whether the variants of `kernel` that read its pad are timed with the pad's kernel
+    first (module docstring): it may read the pad's source (`Kernel.fold`) and a variant
+    among them does."""
+    return kernel.fold is not None and any(v.unpad for v in variants)
+
+
 def timing_source(
     sched: Schedule,
     options: codegen.CodegenOptions,
@@ -69,7 +76,8 @@ def timing_source(
     pads: dict[str, str] = {}  # kernel -> its pad's kernel, timed before what reads the pad
     for name, variants in candidates.items():
         kernel = sched.kernels[index[name]]
-        if kernel.fold is not None and any(v.unpad for v in variants):
+        if timed_with_pad(kernel, variants):
+            assert kernel.fold is not None
             pad = sched.kernels[index[kernel.fold.kernel]]
             pads[name] = f"{name}__pad"
             parts.append(codegen.generate_kernel(sched, pad, options, None, pads[name]))
@@ -253,10 +261,7 @@ class TimingLibrary:
         share = (dest.ctypes.data, min(dest.nbytes, SHARE_MAX))
         expected = self.expected.get(kernel.node)
         checked: dict[int, Timing] = {}
-        # A kernel that may read its pad's source (`Kernel.fold`), measured against a
-        # variant that does: what reads the pad is timed with the pad's kernel before it,
-        # which a variant reading the source drops.
-        against = kernel.fold is not None and any(v.unpad for v in variants)
+        against = timed_with_pad(kernel, variants)
         with_pad = [against and not variant.unpad for variant in variants]
         for v in order:
             if nbytes:  # in place: the destination is the input, restored

@@ -112,7 +112,9 @@ def estimate(
     if parallel and machine.cores > 1:
         seconds = seconds / machine.cores + machine.parallel_overhead_s
     if kernel.fold is not None and not variant.unpad:
-        # timed with the pad's kernel before it (`bench.py`): the source copied into the pad
+        # timed with the pad's kernel before it against an unpadding variant
+        # (`bench.timed_with_pad`): the source copied into the pad.  Where no variant
+        # unpads, every variant pays it alike and the ranking is unchanged.
         g = sched.graph
         moved = sum(numel(g.nodes[i].shape) * 4 for i in (kernel.fold.pad, kernel.fold.source))
         seconds += moved / (machine.bandwidth_gbs * 1e9 * machine.cores) + machine.call_overhead_s

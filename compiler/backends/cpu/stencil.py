@@ -135,24 +135,31 @@ def unpad_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
         return False
     width = sched.graph.nodes[kernel.fold.pad].shape[-1]
     widths = {isa.width, HALF[isa.name].width if isa.name in HALF else isa.width}
-    return max(_tile_rows(lay, vw, width) for vw in widths) * width * 4 <= MAX_TILE
+    return max(_tile_rows(_span(lay, vw), width) for vw in widths) * width * 4 <= MAX_TILE
 
 
-def _span(lay: StencilLayout, ao: Lin, rows: int, ra: int) -> int:
-    """The last element of A one item reads, past its first: `rows` output rows of the
-    whole window along the whole row (the vector loads never read past it)."""
-    k_last = max(lay.k.offsets(ao), default=0)
-    return (rows - 1) * ra + k_last + (lay.vec.size - 1) * ao.coeff(lay.vec)
-
-
-def _tile_rows(lay: StencilLayout, vw: int, width: int, groups: int = 1) -> int:
-    """Padded rows one item of `groups` row blocks reads at most (whatever column it
-    starts at)."""
-    ao = lay.a[1]
+def _blocking(lay: StencilLayout, vw: int) -> tuple[int, Var | None, int]:
+    """Vectors per row block at `vw` lanes, the output row loop blocked (if any) and the
+    rows per block (`_row_block`)."""
     nv = min(BLOCK // vw, -(-lay.vec.size // vw))
     row, rows = _row_block(lay, lay.b[1], nv)
+    return nv, row, rows
+
+
+def _span(lay: StencilLayout, vw: int, groups: int = 1) -> int:
+    """The last element of A one item of `groups` row blocks reads, past its first: its
+    output rows, of the whole window along the whole row (the vector loads never read
+    past it)."""
+    _, row, rows = _blocking(lay, vw)
+    ao = lay.a[1]
     ra = ao.coeff(row) if row is not None else 0
-    return (width - 1 + _span(lay, ao, rows * groups, ra)) // width + 1
+    k_last = max(lay.k.offsets(ao), default=0)
+    return (rows * groups - 1) * ra + k_last + (lay.vec.size - 1) * ao.coeff(lay.vec)
+
+
+def _tile_rows(span: int, width: int) -> int:
+    """Padded rows of `width` that `span` elements cover, whatever column they start at."""
+    return (width - 1 + span) // width + 1
 
 
 def _groups(lay: StencilLayout, vw: int, width: int, blocks: int, items: int) -> int:
@@ -162,7 +169,8 @@ def _groups(lay: StencilLayout, vw: int, width: int, blocks: int, items: int) ->
     rows, seven build 30."""
     best = 1
     for g in range(2, blocks + 1):
-        if _tile_rows(lay, vw, width, g) * width * 4 > GROUP_TILE or items // g < GROUP_MIN_ITEMS:
+        rows = _tile_rows(_span(lay, vw, g), width)
+        if rows * width * 4 > GROUP_TILE or items // g < GROUP_MIN_ITEMS:
             break
         if blocks % g == 0:
             best = g
@@ -217,9 +225,8 @@ def write(
     (ab, ao), (bb, bo) = lay.a, lay.b
     pb = w._pointer(bb)
     V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
-    NV = min(BLOCK // VW, -(-V // VW))  # vectors per row block
+    NV, row, R = _blocking(lay, VW)  # vectors per row block; rows sharing each weight
     JB = NV * VW
-    row, R = _row_block(lay, bo, NV)
     outer = lay.outer
     if row is not None and R > 1:  # R rows share each broadcast weight
         rb = Var(f"{row.name}b", row.size // R)
@@ -253,8 +260,8 @@ def write(
     if unpad:
         wp = w.g.nodes[ab].shape[-1]
         first = abase.substitute({blk: Lin.of(grp) * G}) if G > 1 else abase
-        span = _span(lay, ao, R * G, ra)
-        _padded_rows(w, out, i2, first.c(), span, _tile_rows(lay, VW, wp, G))
+        span = _span(lay, VW, G)
+        _padded_rows(w, out, i2, first.c(), span, _tile_rows(span, wp))
     if G > 1:
         out.append(f"{i2}for (int64_t gi = 0; gi < {G}; gi++) {{")
         i2 += "    "

@@ -76,14 +76,15 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 and nr <= max(-(-shape.n // 8) * 8, igemm.DEFAULT_TILE[1])
             ]
             out.append(Variant(impl="loop"))
-        if stencil.legal(sched, kernel, isa):
-            out.append(Variant(impl=stencil.IMPL))
-        if stencil.unpad_legal(sched, kernel, isa):  # its pad's rows built per item
-            out.append(Variant(impl=stencil.IMPL, unpad=True))
-        if stencil.half_legal(sched, kernel, isa):
-            out.append(Variant(impl=stencil.HALF_IMPL))
-            if stencil.unpad_legal(sched, kernel, isa):
-                out.append(Variant(impl=stencil.HALF_IMPL, unpad=True))
+        unpad = stencil.unpad_legal(sched, kernel, isa)  # its pad's rows built per item
+        for impl, legal in (
+            (stencil.IMPL, stencil.legal(sched, kernel, isa)),
+            (stencil.HALF_IMPL, stencil.half_legal(sched, kernel, isa)),
+        ):
+            if legal:
+                out.append(Variant(impl=impl))
+                if unpad:
+                    out.append(Variant(impl=impl, unpad=True))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:
