@@ -63,7 +63,7 @@ def test_bit_flips_never_crash(cli, good_model: Path, tmp_path: Path) -> None:  
     data = good_model.read_bytes()
     header = len(data) - 16 * 16 * 4  # skip the raw weight bytes, which carry no structure
     codes = set()
-    for pos in range(0, max(header, 1), max(header // 60, 1)):
+    for pos in range(0, max(header, 1), max(header // 30, 1)):
         for bit in (0, 3, 6):
             flipped = bytearray(data)
             flipped[pos] ^= 1 << bit

@@ -44,7 +44,8 @@ def _reference(model: torch.nn.Module, prompt: list[int], new: int) -> list[int]
     return out[0, len(prompt) :].tolist()
 
 
-@pytest.fixture(scope="module", params=["gpt2", "llama"])
+#: gpt2 in the default suite; llama (RoPE, RMSNorm, grouped KV heads, ~12 s) in `make slow`.
+@pytest.fixture(scope="module", params=["gpt2", pytest.param("llama", marks=pytest.mark.slow)])
 def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     model = build(request.param)
     path = tmp_path_factory.mktemp("decoder") / f"{request.param}.lmnl"
