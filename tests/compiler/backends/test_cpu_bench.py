@@ -83,6 +83,68 @@ def test_a_wrong_candidate_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def test_a_candidate_much_less_accurate_than_the_default_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within the reference check's bound, but past ACCURACY_FACTOR x the default's error:
+    refused; a candidate as accurate as the default is kept."""
+    real = codegen.generate_kernel
+    nudge = {WRONG: "8e-5f", Variant(mr=2, nr=8): "1e-7f"}
+
+    def nudged(sched, kernel, options, variant=None, name=None):  # type: ignore[no-untyped-def]
+        text = real(sched, kernel, options, variant, name)
+        if variant in nudge:
+            text = text.replace(
+                "    return err;\n}", f"    out[0] += {nudge[variant]};\n    return err;\n}}"
+            )
+        return text
+
+    monkeypatch.setattr(codegen, "generate_kernel", nudged)
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (7, 20), DType.F32)
+    w = b.const((rng.standard_normal((20, 24)) * 0.1).astype(np.float32), DType.F32)
+    sched = schedule(b.build({"y": matmul(b, x, w)}))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    variants = (WRONG, Variant(), Variant(mr=2, nr=8))
+    lib = _build(sched, {k.name: variants})
+    off, default, close = lib.measure(k, variants, [0, 1, 2], rounds=Rounds(stop_ratio=1e9))
+    assert default.ok and close.ok and close.seconds < float("inf")
+    assert not off.ok and off.seconds == float("inf")
+    assert off.max_error == pytest.approx(8e-5, rel=0.05)  # the reference check alone passes it
+    assert off.max_error < 1e-4
+
+
+def test_winograd_f4_is_refused_where_it_loses_the_direct_convolutions_accuracy() -> None:
+    """A 128-channel 3x3 layer: F(4x4) is 8x the direct convolution's error (within the
+    reference check's bound), F(2x2) within it; the bench keeps F(2x2) only."""
+    from luminal.compiler.backends.cpu import simd, winograd
+    from luminal.compiler.frontend.compose import contraction as C
+
+    flags, features = toolchain.feature_flags(detect_cpu())
+    if not simd.isa_for(features).name:
+        pytest.skip("no vector ISA: Winograd is not offered")
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    x = b.input("x", (1, 128, 12, 12), DType.F32)
+    w = (rng.standard_normal((128, 128, 3, 3)) * np.sqrt(2 / (9 * 128))).astype(np.float32)
+    y = C.conv(b, x, b.const(w), None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    sched = schedule(b.build({"y": y}))
+    (k,) = [k for k in sched.kernels if k.kind == "contraction"]
+    assert all(winograd.legal(sched, k, impl) for impl in ("winograd", "winograd4"))
+    variants = (Variant(), Variant(impl="winograd"), Variant(impl="winograd4"))
+    tc = toolchain.find_toolchain()
+    feeds = random_inputs(sched.graph.input_specs())
+    lib = bench.build(
+        sched, codegen.options_for(features, tc.openmp), {k.name: variants}, tc, flags,
+        sched.weights_blob(), feeds,
+    )  # fmt: skip
+    direct, f2, f4 = lib.measure(k, variants, [0, 1, 2], rounds=Rounds(stop_ratio=1e9))
+    assert direct.ok and f2.ok and f2.max_error <= direct.max_error * 2
+    assert not f4.ok and f4.max_error > bench.ACCURACY_FACTOR * direct.max_error
+    assert f4.max_error < 1e-4  # what the reference check alone would have let through
+
+
 def test_kendall_tau() -> None:
     assert kendall_tau([1, 2, 3], [10, 20, 30]) == 1.0
     assert kendall_tau([1, 2, 3], [30, 20, 10]) == -1.0
