@@ -178,7 +178,6 @@ class _Gemm:
         ybase = lay.without(yoff, lay.k, n)  # batch variables
         yn = yoff.coeff(n)
         ysk = lay.k.stride(yoff)
-        direct = self.MC >= M and M <= MR  # one row tile: nothing would reuse a copy
         blocked = self.KC < K
         # thread-local panel (and partial sums when K is blocked)
         out.append(
@@ -192,6 +191,16 @@ class _Gemm:
         work = self.B * M * N * K
         # a narrow Y is widened into the panel: never read in place
         through = yn == 1 and ysk is not None and w.s.dtype(yb) is DType.F32
+        direct = self.MC >= M and M <= MR  # one row tile: nothing would reuse a copy
+        # With one row tile, the last column tile of an N that is not a multiple of NR
+        # reads Y in place too, its last vector masked, rather than from a zero-padded
+        # copy that nothing reuses.  A matrix-vector product's 40-wide weight panels
+        # (ImageNet's 1000 classes) were a 32-wide tile read in place and an 8-wide one
+        # copied 32 wide, 1280 rows per panel: 89 -> 61 us for 1280 x 1000, 2 threads.
+        nt_tail = N % NR
+        nv_tail = -(-nt_tail // VW) if nt_tail else 0
+        masked = through and direct and nv_tail > 0 and bool(isa.loadn)
+        lanes = nt_tail % VW if masked and nt_tail % VW else None
         # While a column tile's later row tiles compute from the packed copy, the next
         # column tile's Y is prefetched (when the same thread computes it: items are
         # claimed in runs), so its first row tile does not wait on memory.
@@ -242,10 +251,13 @@ class _Gemm:
                 i2
                 + f"if (nr == {NR}) {{ yp = {ysrc} + {kfrom} * {ysk}; ys = {ysk}; pk = {first}; }}"
             )
-            out.append(i2 + "else {")
-            self._pack(out, i2 + "    ", ysrc, yk, yn, kfrom, kcount)
-            out.append(i2 + f"    yp = ypack; ys = {NR}; pk = 0;")
-            out.append(i2 + "}")
+            if masked:  # the last, narrower column tile reads in place too
+                out.append(i2 + f"else {{ yp = {ysrc} + {kfrom} * {ysk}; ys = {ysk}; pk = 0; }}")
+            else:
+                out.append(i2 + "else {")
+                self._pack(out, i2 + "    ", ysrc, yk, yn, kfrom, kcount)
+                out.append(i2 + f"    yp = ypack; ys = {NR}; pk = 0;")
+                out.append(i2 + "}")
         else:
             self._pack(out, i2, ysrc, yk, yn, kfrom, kcount)
             out.append(i2 + f"yp = ypack; ys = {NR}; pk = 0;")
@@ -262,24 +274,22 @@ class _Gemm:
         if blocked:
             out.append(i3 + "float *pt = part + (m0 - mlo) * " + f"{NR};")
         out.append(i3 + f"float tile[{MR * NR}] __attribute__((aligned(64)));")
-        nt_tail = N % NR
-        nv_tail = -(-nt_tail // VW) if nt_tail else 0
         m_tail = M % MR  # blocks are whole tiles, so only the last one can be short
-        shapes = [(MR, self.NV, f"mr == {MR} && nr == {NR}")]
+        shapes = [(MR, self.NV, None, f"mr == {MR} && nr == {NR}")]
         if nv_tail:
-            shapes.append((MR, nv_tail, f"mr == {MR}"))
+            shapes.append((MR, nv_tail, lanes, f"mr == {MR}"))
         if m_tail:
-            shapes.append((m_tail, self.NV, f"nr == {NR}"))
+            shapes.append((m_tail, self.NV, None, f"nr == {NR}"))
             if nv_tail:
-                shapes.append((m_tail, nv_tail, "1"))
+                shapes.append((m_tail, nv_tail, lanes, "1"))
         init = "kb ? pt : 0" if blocked else "0"
         lines = -(-NR // 16)  # cache lines per row of Y
         if ahead:
             out.append(
                 i3 + f"const float *pfn = pk == 0 && pf && pfrow < {K} ? pf + pfrow * {ysk} : 0;"
             )
-        for k, (rows, nv, cond) in enumerate(shapes):
-            fn = self._micro(rows, nv, xk, ysk if ahead else None)
+        for k, (rows, nv, last, cond) in enumerate(shapes):
+            fn = self._micro(rows, nv, xk, ysk if ahead else None, last)
             head = "if" if k == 0 else "else if"
             pfarg = ", pfn" if ahead else ""
             out.append(
@@ -358,14 +368,18 @@ class _Gemm:
             )
         return name
 
-    def _micro(self, rows: int, nv: int, xk: str, pfs: int | None = None) -> str:
+    def _micro(
+        self, rows: int, nv: int, xk: str, pfs: int | None = None, lanes: int | None = None
+    ) -> str:
         """A helper function: `rows` x `nv` vectors of accumulators (from zero, or from
         `init`) over k in [kfrom, kfrom + kn), stored to `tile`; with `pack`, every Y
         vector read is also stored there (the panel copy made by the first row tile).  A function of its own
         so that GCC allocates the accumulators to registers: inlined into the OpenMP
-        body it spilled half of them (8 x 32 ran at 41 GFLOP/s instead of 95, 1 thread)."""
+        body it spilled half of them (8 x 32 ran at 41 GFLOP/s instead of 95, 1 thread).
+        With `lanes`, the last vector of Y loads only its first `lanes` lanes (masked, the
+        rest zero): a narrower last column tile read in place, never past its row."""
         VW, NR = self.isa.width, self.NR
-        name = f"{self.w.name}_mk{rows}x{nv}"
+        name = f"{self.w.name}_mk{rows}x{nv}" + (f"m{lanes}" if lanes else "")
         pf_arg = ", const float *pf" if pfs is not None else ""
         if name in self.made:
             return name
@@ -415,11 +429,10 @@ class _Gemm:
                         for c in range(0, nv * VW, 16)
                     )
                 )
-            lines.append(
-                "            const lum_vf "
-                + ", ".join(f"b{j} = LUM_VLOAD(yk + {j * VW})" for j in range(nv))
-                + ";"
-            )
+            loads = [f"b{j} = LUM_VLOAD(yk + {j * VW})" for j in range(nv)]
+            if lanes:
+                loads[-1] = f"b{nv - 1} = LUM_VLOADN(yk + {(nv - 1) * VW}, {lanes})"
+            lines.append("            const lum_vf " + ", ".join(loads) + ";")
             if mode == 0:
                 lines.append(
                     "            "

@@ -246,3 +246,29 @@ def test_f64_contraction(impl: str) -> None:
     options = codegen.options_for(FEATURES, True, variants=variants)
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)["y"]
     np.testing.assert_allclose(got, reference.run(g, feeds)["y"], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(not ISA.loadn, reason="no masked vector loads here")
+@pytest.mark.parametrize("tile", gemm.tiles(FEATURES), ids=lambda t: f"{t[0]}x{t[1]}")
+def test_matrix_vector_tail_tile_reads_the_weights_in_place(tile) -> None:  # type: ignore[no-untyped-def]
+    """One row against a weight whose columns are not a multiple of the tile (an ImageNet
+    head's 1000 classes, here 200 in 40-wide panels, and a ragged 37): the narrower last
+    column tile reads its panel in place through a masked last vector, never past a row,
+    instead of a zero-padded copy; its values are the reference interpreter's."""
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (1, 96), DType.F32)
+    outs = {"head": C.gemm(b, x, b.const(rng.standard_normal((96, 200)).astype(np.float32)),
+                           b.const(rng.standard_normal(200).astype(np.float32)))}  # fmt: skip
+    outs["ragged"] = C.matmul(b, x, b.const(rng.standard_normal((96, 37)).astype(np.float32)))
+    g = b.build(outs)
+    sched = schedule(g)
+    feeds = {"x": rng.standard_normal((1, 96)).astype(np.float32)}
+    variants = _all(sched, Variant(mr=tile[0], nr=tile[1]))
+    source = _check(
+        sched,
+        feeds,
+        reference.run(g, feeds),
+        codegen.options_for(FEATURES, True, variants=variants),
+    )
+    assert "LUM_VLOADN(yk" in source
