@@ -217,3 +217,36 @@ def test_an_artifact_whose_stencil_reads_the_pads_source_is_profiled(
     p = profile_artifact(out, {}, seconds=0.05)
     assert [r.name for r in p.kernels] == names
     assert any(r.variant == "stencil-unpad" and "dw" in r.nodes for r in p.kernels)
+
+
+def test_the_profiled_and_the_plain_build_are_timed_in_alternating_blocks() -> None:
+    """A slow spell of the machine falls on both builds alike: they alternate in blocks,
+    each block long against a pool's spin, and each is timed over the whole span."""
+    import itertools
+    import time
+
+    from luminal.compiler import profile as prof
+
+    calls: list[str] = []
+    state = {"slow": False}
+
+    def runner(name: str, base: float):  # type: ignore[no-untyped-def]
+        def run(feeds):  # type: ignore[no-untyped-def]
+            calls.append(name)
+            time.sleep(base * (3 if state["slow"] else 1))
+            if len(calls) > 40:  # the machine gets busy half-way through
+                state["slow"] = True
+
+        return run
+
+    reset = []
+    (t_s, t_runs), (p_s, p_runs) = prof._time_both(
+        runner("timed", 0.004), runner("plain", 0.002), {}, 0.6, lambda: reset.append(len(calls))
+    )
+    assert reset == [2 * prof.WARMUP_RUNS]  # the timers start after both warm up
+    measured = calls[2 * prof.WARMUP_RUNS :]
+    switches = sum(a != b for a, b in itertools.pairwise(measured))
+    assert switches >= 3 and measured.count("timed") == t_runs and measured.count("plain") == p_runs
+    assert t_runs >= prof.MIN_RUNS and p_runs >= prof.MIN_RUNS
+    # both saw the busy spell: their ratio stays the 2:1 of their own work
+    assert 1.5 < t_s / p_s < 2.7
