@@ -42,36 +42,18 @@ from luminal.compiler.ir import Graph, numel
 from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Kernel, Place, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
-from luminal.compiler.search.tuner import ROUNDS, Rounds, Timing, time_interleaved
+from luminal.compiler.search.tuner import (
+    ROUNDS,
+    Rounds,
+    Timing,
+    accuracy_limit,
+    time_interleaved,
+)
 from luminal.references.parity import Check, agrees
 
 #: Bytes of a kernel's destination the other threads read before each timed call: about
 #: one core's L2 (a line beyond it has left that cache by the time the writer comes).
 SHARE_MAX = 1 << 20
-
-#: A candidate may differ from the reference by at most this many times what the kernel's
-#: default variant does (`accuracy_limit`).  Every candidate passes the reference check
-#: (`Check.KERNEL`), but that bound is loose so that reordered sums pass, and a model
-#: chains fifty kernels: Winograd F(4x4, 3x3) was 5-8x the direct convolution's error on
-#: each of resnet50's 3x3 layers (64 x 56 x 56: 4.7e-5 against 6.2e-6) and, chosen on six
-#: of them, doubled the model's difference from ONNX Runtime (7.1e-5 against 4.2e-5, where
-#: PyTorch's own is 4.1e-5), so `benchmarks.compare` reported a mismatch.  Tiles, K
-#: blocking, OpenBLAS, F(2x2) and the stencil stayed within 1x of the default.
-ACCURACY_FACTOR = 4.0
-
-#: The error floor, relative to the largest reference value (at least 1): below it a
-#: default's error is rounding of the last bits, which any reordering may change.
-ACCURACY_FLOOR = 1e-6
-
-
-def accuracy_limit(default_error: float | None, want: np.ndarray | None) -> float:
-    """The largest difference from the reference a candidate may have: ACCURACY_FACTOR x
-    the default variant's (`default_error`; None: the default was not checked, and no
-    limit applies beyond the reference check), never below the floor."""
-    if default_error is None or want is None or want.size == 0:
-        return float("inf")
-    scale = max(float(np.max(np.abs(want))), 1.0) if np.issubdtype(want.dtype, np.floating) else 1.0
-    return ACCURACY_FACTOR * max(default_error, ACCURACY_FLOOR * scale)
 
 
 def timed_with_pad(kernel: Kernel, variants: Sequence[Variant]) -> bool:
@@ -277,7 +259,7 @@ class TimingLibrary:
         rounds: Rounds = ROUNDS,
     ) -> list[Timing]:
         """Check `variants[i]` for i in `order` (the cost model's ranking) against the
-        reference, and against the default's own accuracy (`accuracy_limit`), then time
+        reference, and against the default's own accuracy (`tuner.accuracy_limit`), then time
         the correct ones in interleaved rounds (`time_interleaved`)."""
         k = self._position[kernel.name]
         self._prefix.lum_prefix(k, *self._args())
@@ -296,9 +278,7 @@ class TimingLibrary:
                 dest[...] = 0
             self._lib.lum_call(k, v, *self._args())
             verdicts[v] = agrees(dest, expected, Check.KERNEL)
-        default = variants.index(DEFAULT) if DEFAULT in variants else None
-        base = verdicts.get(default) if default is not None else None
-        limit = accuracy_limit(base[1] if base and base[0] else None, expected)
+        limit = accuracy_limit(verdicts, variants, [] if expected is None else [expected])
         for v in order:
             ok, err = verdicts[v]
             ok = ok and err <= limit

@@ -27,7 +27,7 @@ F(4x4) (work items of about 32 tiles, its buffers being 36/16 larger per tile) i
 offered only where its transformed weights fit `MAX_WEIGHTS4`: 12-20% faster than F(2x2)
 on cnn's 56x56x64 and 28x28x128 layers; slower and past the f32 tolerance beyond.  Its
 error is 5-8x the direct convolution's on layers of 64 channels and more, so the search's
-accuracy guard (`bench.accuracy_limit`) refuses it there.
+accuracy guard (`search.tuner.accuracy_limit`) refuses it there.
 """
 
 from __future__ import annotations

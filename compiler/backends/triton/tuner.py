@@ -36,7 +36,13 @@ from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
 from luminal.compiler.schedule.work import cost
-from luminal.compiler.search.tuner import Machine, Rounds, Timing, time_interleaved
+from luminal.compiler.search.tuner import (
+    Machine,
+    Rounds,
+    Timing,
+    accuracy_limit,
+    time_interleaved,
+)
 from luminal.references.parity import Check, agrees
 
 if TYPE_CHECKING:
@@ -148,13 +154,17 @@ class TritonBench:
     ) -> list[Timing]:
         timer = self.tuner.timer or replay_timer
         loaded: dict[int, TritonExecutable] = {}
+        verdicts: dict[int, tuple[bool, float]] = {}
+        for v in order:
+            loaded[v] = self._load(kernel, variants[v])
+            verdicts[v] = self._check(loaded[v])
+        limit = accuracy_limit(verdicts, variants, list(self.expected.values()))
         checked: dict[int, Timing] = {}
         for v in order:
-            exe = self._load(kernel, variants[v])
-            ok, err = self._check(exe)
+            ok, err = verdicts[v]
+            ok = ok and err <= limit
             if ok:
-                loaded[v] = exe
-                timer(exe, self.feeds, kernel.name, variants[v], 1)  # warm-up
+                timer(loaded[v], self.feeds, kernel.name, variants[v], 1)  # warm-up
             checked[v] = Timing(kernel.name, variants[v], float("inf"), 0, ok, False, err)
         timed = time_interleaved(
             kernel.name,
