@@ -102,8 +102,13 @@ PANEL = 32
 #: Up to this many rows, a contraction with a constant Y reads Y from panels: each row
 #: tile then streams Y once, and in place a [K, N] weight is read one row of N apart per
 #: k (a new page every few k's: measured 10-19 GB/s against 27-33 GB/s from panels for
-#: GPT-2's 768 x 50257 head, 1 and 2 threads).  More rows amortize a panel copy.
-PANEL_ROWS = 4
+#: GPT-2's 768 x 50257 head, 1 and 2 threads).  More rows amortize a panel copy.  Eight
+#: rows, an ImageNet head at the serving batch (one AVX-512 row tile), 2 threads:
+#: 8 x 1024 x 1000 ran 143 -> 104 us with its weight in cache and 629 -> 209 us with it
+#: out of cache (as a head's weight is in a model run: read once per inference);
+#: 8 x 2048 x 1000 164 -> 179 and 828 -> 341 us.  At 16 rows panels lost in cache
+#: (188 -> 230 us) and at 32 rows out of it too nearly nothing was won (458 -> 413 us).
+PANEL_ROWS = 8
 
 
 def _planned(

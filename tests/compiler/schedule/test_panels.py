@@ -19,7 +19,7 @@ from luminal.compiler.ir import DType, Graph, GraphBuilder
 from luminal.compiler.ir import interpreter as reference
 from luminal.compiler.pipeline import CompileOptions, compile_model
 from luminal.compiler.schedule import schedule
-from luminal.compiler.schedule.contraction import PANEL, panel_width
+from luminal.compiler.schedule.contraction import PANEL, PANEL_ROWS, panel_width
 
 
 def _gemv(rows: int, k: int, n: int, seed: int = 0) -> tuple[Graph, np.ndarray]:
@@ -60,13 +60,21 @@ def test_an_imagenet_head_reads_its_weight_in_panels_of_40() -> None:
     np.testing.assert_array_equal(p.packed[3], w[:, 120:160])
 
 
-@pytest.mark.parametrize(("rows", "n"), [(8, 96), (1, 50)])
+def test_a_serving_batch_head_reads_its_weight_in_panels() -> None:
+    """Eight rows (an ImageNet head at batch 8) is one row tile: panels too."""
+    g, w = _gemv(8, 24, 1000)
+    p = _plan(g)
+    assert PANEL_ROWS >= 8 and p.n.size == 40 and p.packed is not None
+    np.testing.assert_array_equal(p.packed[3], w[:, 120:160])
+
+
+@pytest.mark.parametrize(("rows", "n"), [(PANEL_ROWS + 1, 96), (1, 50)])
 def test_long_or_ragged_products_keep_the_plain_layout(rows: int, n: int) -> None:
     p = _plan(_gemv(rows, 40, n)[0])
     assert p.n.size == n
 
 
-@pytest.mark.parametrize(("rows", "n"), [(1, 128), (3, 128), (1, 120)])
+@pytest.mark.parametrize(("rows", "n"), [(1, 128), (3, 128), (1, 120), (8, 1000)])
 def test_panel_products_are_exact_against_the_reference(rows: int, n: int, tmp_path: Path) -> None:
     g, _ = _gemv(rows, 77, n, seed=rows)
     x = np.random.default_rng(5).standard_normal((rows, 77)).astype(np.float32)
