@@ -73,7 +73,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-import ml_dtypes
 import numpy as np
 
 
@@ -126,7 +125,6 @@ PRECISION_TOLERANCE: Mapping[str, Tolerance] = MappingProxyType(
 #: The short names of the float dtypes, as `--tol` and the bench report write them.
 FLOAT_KEYS = ("f64", "f32", "f16", "bf16")
 _NAMES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def dtype_key(dtype: np.dtype | str) -> str:
@@ -151,7 +149,7 @@ def precision_tolerance(precision: str) -> Tolerance | None:
 
 def is_float(dtype: np.dtype) -> bool:
     """numpy's floats and ml_dtypes' bfloat16 (whose numpy kind is 'V', not 'f')."""
-    return dtype.kind == "f" or dtype == _BF16
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")
 
 
 @dataclass(frozen=True)
