@@ -49,7 +49,7 @@ from luminal.compiler.schedule import Schedule, schedule, settled
 from luminal.compiler.schedule.variant import Variant
 from luminal.compiler.schedule.work import cost
 from luminal.compiler.search.kernels import KernelSearchOptions, KernelSearchReport
-from luminal.compiler.search.saturate import SaturationReport
+from luminal.compiler.search.saturation import SaturationReport
 from luminal.errors import CompilerError, LuminalError, UsageError, one_line
 from luminal.licensing.gate import LicenseHook, authorize_compile
 
@@ -127,8 +127,8 @@ def rewritten(graph: Graph, options: CompileOptions) -> tuple[Graph, SaturationR
     clock budget, so a rewrite under other limits, or not taken from the cache, can stop at
     another round and give other kernels."""
     from luminal.compiler import cache
-    from luminal.compiler.search.saturate import SaturationBudget
     from luminal.compiler.search.saturate import rewrite as saturate
+    from luminal.compiler.search.saturation import SaturationBudget
 
     budget = max(options.budget_seconds or 0.0, 0.0)
     seconds = min(REWRITE_MAX_SECONDS, max(REWRITE_MIN_SECONDS, REWRITE_SHARE * budget))

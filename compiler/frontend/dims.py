@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import onnx
+from typing import TYPE_CHECKING
 
 from luminal.errors import ModelLoadError, UsageError
+
+if TYPE_CHECKING:
+    import onnx
 
 #: input name -> axis -> the symbolic dim's name there
 Axes = dict[str, dict[int, str]]
@@ -20,6 +22,8 @@ def symbolic_axes(path: str | os.PathLike[str]) -> Axes:
         raise UsageError(
             f"{file}: shape profiles need an ONNX model (a .pt2 program is exported at one shape)"
         )
+    import onnx  # where a profile is read: onnx takes 0.6 s to import
+
     try:
         model = onnx.load(str(file), load_external_data=False)
     except Exception as err:

@@ -24,7 +24,8 @@ from luminal.compiler.search.encoder import Encoding, encode
 from luminal.compiler.search.fold import Folded
 from luminal.compiler.search.language import Term
 from luminal.compiler.search.rulesets import Rule
-from luminal.compiler.search.saturate import STOP_REASONS, RunStats, SaturationBudget, saturate
+from luminal.compiler.search.saturate import RunStats, saturate
+from luminal.compiler.search.saturation import STOP_REASONS, SaturationBudget
 from luminal.compiler.search.snapshot import EGraphView, snapshot
 
 #: Share of the time budget for saturation; the rest is for extraction and decoding.

@@ -19,9 +19,8 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from egglog import EGraph
 
@@ -30,6 +29,11 @@ from luminal.compiler.ir.graph import Graph
 from luminal.compiler.search.analyses import ANALYSIS
 from luminal.compiler.search.rules import algebra, contraction, fusion
 from luminal.compiler.search.rulesets import Rule
+from luminal.compiler.search.saturation import (
+    RuleStats,
+    SaturationBudget,
+    SaturationReport,
+)
 from luminal.compiler.search.terms import CONSTRUCTORS
 from luminal.errors import one_line
 
@@ -37,71 +41,10 @@ from luminal.errors import one_line
 FAMILIES: Mapping[str, tuple[Rule, ...]] = MappingProxyType(
     {family.FAMILY.name: family.RULES for family in (algebra, contraction, fusion)}
 )
-STOP_REASONS = ("saturated", "iterations", "enodes", "seconds")
 
 
-@dataclass(frozen=True)
-class SaturationBudget:
-    iterations: int = 8
-    enodes: int = 50_000
-    seconds: float = 10.0
-
-
-@dataclass(frozen=True)
-class RuleStats:
-    name: str
-    family: str
-    matches: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class SaturationReport:
-    iterations: int
-    enodes: int
-    seconds: float
-    stop_reason: str  # "saturated" | "iterations" | "enodes" | "seconds"
-    rules: tuple[RuleStats, ...]
-    blocks: int
-    block_instances: int
-    nodes_before: int
-    nodes_after: int
-    rewrites_applied: dict[str, int]  # family -> extracted nodes that are not original
-    fallback: str | None = None  # why the original graph was returned, if it was
-    cached: bool = False  # the graph came from the compile cache (this is its first report)
-
-    def to_json(self) -> dict[str, object]:
-        out = asdict(self)
-        out["rules"] = [asdict(r) for r in self.rules]
-        return out
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> SaturationReport:
-        """The report `to_json` wrote (the compile cache keeps it with its graph)."""
-        fields = {k: v for k, v in d.items() if k in SaturationReport.__dataclass_fields__}
-        fields["rules"] = tuple(RuleStats(**r) for r in d["rules"])
-        fields["rewrites_applied"] = dict(d["rewrites_applied"])
-        return SaturationReport(**fields)
-
-    def format(self, verbose: bool = False) -> str:
-        """One summary line; with `verbose`, one line per rule that matched."""
-        head = (
-            f"e-graph: {self.nodes_before} -> {self.nodes_after} nodes, "
-            f"{self.iterations} rounds, {self.enodes} e-nodes, {self.seconds:.2f} s "
-            f"({self.stop_reason}); blocks {self.blocks} x {self.block_instances} instances"
-        )
-        if self.cached:
-            head += "; from the compile cache"
-        if self.fallback:
-            head += f"; kept the original graph: {self.fallback}"
-        if not verbose:
-            return head
-        lines = [head]
-        for r in sorted(self.rules, key=lambda r: (-r.seconds, r.family, r.name)):
-            lines.append(f"  {r.family:<12} {r.name:<26} {r.matches:>8} matches {r.seconds:8.4f} s")
-        applied = ", ".join(f"{k} {v}" for k, v in self.rewrites_applied.items())
-        lines.append(f"  rewritten nodes by family: {applied or 'none'}")
-        return "\n".join(lines)
+#: The budget `rewrite` runs under when none is given (frozen: one shared default).
+DEFAULT_BUDGET = SaturationBudget()
 
 
 def family_rules(families: Sequence[str]) -> tuple[Rule, ...]:
@@ -173,7 +116,7 @@ def _timed(egraph: EGraph, key: str, schedule, stats: RunStats):  # type: ignore
 
 def rewrite(
     graph: Graph,
-    budget: SaturationBudget = SaturationBudget(),  # frozen, so a shared default is safe
+    budget: SaturationBudget = DEFAULT_BUDGET,
     families: tuple[str, ...] = ("algebra", "contraction", "fusion"),
 ) -> tuple[Graph, SaturationReport]:
     """Rewrite `graph` by equality saturation; the result computes the same outputs."""

@@ -19,7 +19,7 @@ from luminal.compiler.ir.builder import GraphBuilder
 from luminal.compiler.ir.dtypes import DType
 from luminal.compiler.ir.graph import Graph
 from luminal.compiler.ir.ops import Op
-from luminal.compiler.search import saturate
+from luminal.compiler.search import saturate, saturation
 from luminal.compiler.search.choice import choose
 from luminal.compiler.search.encoder import encode
 from luminal.compiler.search.fold import Folded, NotFoldable, compress, fold_node, leaf
@@ -86,7 +86,7 @@ def test_all_families_preserve_semantics_and_report() -> None:
     graph = small_model()
     out, report = rewrite(graph)
     assert report.fallback is None
-    assert report.stop_reason in saturate.STOP_REASONS
+    assert report.stop_reason in saturation.STOP_REASONS
     assert report.iterations >= 1 and report.enodes > 0
     assert {r.family for r in report.rules} >= {"algebra", "contraction", "fusion", "analysis"}
     assert all(r.matches >= 0 and r.seconds >= 0 for r in report.rules)
