@@ -48,7 +48,7 @@ class DType(enum.Enum):
         if found is None and d.name == "bfloat16" and d == _bfloat16():
             found = DType.BF16
         if found is None:
-            raise ValueError(f"no IR dtype for numpy dtype {np.dtype(dtype)}")
+            raise ValueError(f"no IR dtype for numpy dtype {d}")
         return found
 
 
@@ -76,8 +76,8 @@ _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 
 @functools.cache
 def _bfloat16() -> np.dtype:
-    """ml_dtypes' bfloat16, imported where one is met: the import takes 0.6-0.9 s, most of
-    the CLI's start-up (`luminal --help` 1.7 -> 0.9 s)."""
+    """ml_dtypes' bfloat16, imported where one is met: the import takes 0.6-0.9 s, more
+    than half of `import luminal` (0.98 -> 0.41 s without it)."""
     import ml_dtypes
 
     return np.dtype(ml_dtypes.bfloat16)
