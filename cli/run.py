@@ -27,6 +27,7 @@ from luminal.references.parity import (
     precision_tolerance,
     tolerance_for,
 )
+from luminal.references.quant_steps import steps_of_file
 from luminal.references.spread import reference_spread
 
 #: `--rtol/--atol` hold every float output to f32's default unless given (as before), or
@@ -107,8 +108,6 @@ def run_cmd(
     rtol = default.rtol if rtol is None else rtol
     atol = default.atol if atol is None else atol
     if compare_with:
-        from luminal.references.quant_steps import steps_of_file  # onnx: 0.6 s to import
-
         want = run_oracle(compare_with, engine.source, feeds)
         parity = compare(
             outputs,

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
+
+if TYPE_CHECKING:  # imported where a model is read: onnx (with ml_dtypes) takes 0.6 s
+    import onnx
 
 #: ops that only move values: the step of their input is the step of their output
 _VIEWS = frozenset({"Identity", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"})
@@ -58,6 +60,8 @@ def is_quantized(model: onnx.ModelProto) -> bool:
 
 
 def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    import onnx
+
     for node in graph.node:
         yield node
         for attr in node.attribute:
@@ -86,16 +90,23 @@ def quantization_steps(model: onnx.ModelProto) -> dict[str, float]:
 
 def steps_of_file(path: Path | None) -> dict[str, float]:
     """`quantization_steps` of an ONNX file; none for anything else (a .pt2 program)."""
-    if path is None or Path(path).suffix != ".onnx":
-        return {}
-    return quantization_steps(onnx.load(str(path), load_external_data=False))
+    model = _onnx_file(path)
+    return {} if model is None else quantization_steps(model)
 
 
 def is_quantized_file(path: Path | None) -> bool:
     """`is_quantized` of an ONNX file; False for anything else."""
+    model = _onnx_file(path)
+    return model is not None and is_quantized(model)
+
+
+def _onnx_file(path: Path | None) -> onnx.ModelProto | None:
+    """The graph of an ONNX file (without its weights); None for anything else."""
     if path is None or Path(path).suffix != ".onnx":
-        return False
-    return is_quantized(onnx.load(str(path), load_external_data=False))
+        return None
+    import onnx
+
+    return onnx.load(str(path), load_external_data=False)
 
 
 def _step(
@@ -110,6 +121,8 @@ def _step(
         scale = consts.get(node.input[1])
         if scale is None:
             return 0.0
+        from onnx import numpy_helper
+
         return float(np.max(np.abs(numpy_helper.to_array(scale).astype(np.float64))))
     if node.op_type in _INTEGER and node.output[0] == _first_output_of(node, name, producer):
         if node.op_type == "QGemm" and (len(node.input) < 8 or not node.input[7]):

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from luminal.references.quant_steps import is_quantized_file
+
 #: The two optimization levels whose runs are compared (onnxruntime.GraphOptimizationLevel).
 LEVELS = ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL")
 
@@ -39,8 +41,6 @@ def reference_spread(path: Path | None, feeds: Mapping[str, np.ndarray]) -> dict
 def open_spread(path: Path | None) -> Callable[[Mapping[str, np.ndarray]], dict[str, float]] | None:
     """`reference_spread` with both ONNX Runtime sessions opened once, for several input
     sets (bench); None for a model without quantization."""
-    from luminal.references.quant_steps import is_quantized_file  # onnx: 0.6 s to import
-
     if not is_quantized_file(path):
         return None
     assert path is not None

@@ -46,6 +46,7 @@ from luminal.references.baselines import (
     versions,
 )
 from luminal.references.parity import Tolerance
+from luminal.references.quant_steps import steps_of_file
 from luminal.references.spread import open_spread
 
 SCENARIOS = ("latency", "throughput")
@@ -134,8 +135,6 @@ def run_bench(
     fresh = inputs.fresh(session.inputs, _fresh_count(req.method.audit_runs, sets.sets[0]))
     # a reduced-precision artifact is held to its precision's bound (outputs.for_precision)
     tolerances = for_precision(req.tolerances, session.manifest.options.get("precision"))
-    from luminal.references.quant_steps import steps_of_file  # onnx: 0.6 s to import
-
     steps = steps_of_file(model)  # one quantization step for outputs computed through it
     # a quantized model's reference moves between ORT's own runs (references.spread)
     spread = open_spread(model)
