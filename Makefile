@@ -12,6 +12,9 @@ EXAMPLE := examples/mlp.onnx
 DEMO_HOME   := build/demo-home
 DEMO_VENDOR := build/demo-vendor
 BENCH_DURATION ?= 10
+# Test processes: two share a 2-core machine (gcc, Python and the kernels' own threads
+# interleave); 1 runs the suite in this process.
+TEST_WORKERS ?= 2
 
 CONFORMANCE_JSON ?= build/conformance.json
 
@@ -79,7 +82,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 slow: lint
 	$(PY) -m pytest -q -m "slow or not slow"
