@@ -75,6 +75,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from luminal.compiler.ir.dtypes import is_float_dtype
+
 
 class Check(enum.Enum):
     OUTPUT = "output"  # a model's outputs against an oracle or baseline
@@ -147,9 +149,8 @@ def precision_tolerance(precision: str) -> Tolerance | None:
     return PRECISION_TOLERANCE.get(str(getattr(precision, "value", precision)))
 
 
-def is_float(dtype: np.dtype) -> bool:
-    """numpy's floats and ml_dtypes' bfloat16 (whose numpy kind is 'V', not 'f')."""
-    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")
+#: numpy's floats and ml_dtypes' bfloat16 (whose numpy kind is 'V', not 'f')
+is_float = is_float_dtype
 
 
 @dataclass(frozen=True)

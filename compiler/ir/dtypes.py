@@ -45,7 +45,7 @@ class DType(enum.Enum):
     def from_numpy(cls, dtype: np.dtype | type) -> DType:
         d = np.dtype(dtype)
         found = _FROM_NUMPY.get(d)
-        if found is None and d.name == "bfloat16" and d == _bfloat16():
+        if found is None and is_bfloat16(d):
             found = DType.BF16
         if found is None:
             raise ValueError(f"no IR dtype for numpy dtype {d}")
@@ -72,6 +72,17 @@ _TO_NUMPY: dict[DType, np.dtype] = {
     DType.BOOL: np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+
+
+def is_bfloat16(dtype: np.dtype) -> bool:
+    """Whether `dtype` is ml_dtypes' bfloat16 (numpy's kind 'V', a void), known by its
+    name so that asking never imports ml_dtypes."""
+    return dtype.kind == "V" and dtype.name == "bfloat16"
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """numpy's floats and ml_dtypes' bfloat16."""
+    return dtype.kind == "f" or is_bfloat16(dtype)
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from luminal.compiler.ir.dtypes import DType
+from luminal.compiler.ir.dtypes import DType, is_float_dtype
 from luminal.compiler.ir.graph import Graph, Shape, check_feeds
 from luminal.compiler.ir.ops import Op
 from luminal.errors import UsageError
@@ -147,7 +147,7 @@ def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+    if is_float_dtype(a.dtype):
         return np.fmod(a, b)
     # C remainder: sign of the dividend.  Division by zero yields 0 (defined, never a trap).
     safe = np.where(b == 0, 1, b)
