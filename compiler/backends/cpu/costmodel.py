@@ -111,10 +111,12 @@ def estimate(
         parallel = True  # the library threads itself above its own threshold
     if parallel and machine.cores > 1:
         seconds = seconds / machine.cores + machine.parallel_overhead_s
-    if kernel.fold is not None and not variant.unpad:
-        # timed with the pad's kernel before it against an unpadding variant
-        # (`bench.timed_with_pad`): the source copied into the pad.  Where no variant
-        # unpads, every variant pays it alike and the ranking is unchanged.
+    if kernel.fold is not None:
+        # The source copied into the padded input: by the pad's kernel, timed with the
+        # variant (`bench.timed_with_pad`), or by an unpadding variant itself.  Every
+        # variant pays it alike, so an unpadding variant ranks beside its twin that reads
+        # the pad, and the search measures it where that twin is measured
+        # (`search.kernels`): it adds a measurement, never takes a tile's place.
         g = sched.graph
         moved = sum(numel(g.nodes[i].shape) * 4 for i in (kernel.fold.pad, kernel.fold.source))
         seconds += moved / (machine.bandwidth_gbs * 1e9 * machine.cores) + machine.call_overhead_s

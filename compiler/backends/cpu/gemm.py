@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from luminal.compiler.backends.cpu import cexpr
+from luminal.compiler.backends.cpu import cexpr, gemm_slab
 from luminal.compiler.backends.cpu.gemm_layout import Axis, GemmLayout, GemmShape
 from luminal.compiler.backends.cpu.simd import Isa, isa_for
 from luminal.compiler.ir import DType, numel
@@ -96,6 +96,19 @@ def supported(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     )
 
 
+def unpad_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> bool:
+    """Whether the generated kernel may build its padded input itself (`Variant.unpad`,
+    `gemm_slab`): a supported contraction whose X is a pad it may skip, read as a
+    convolution's window, with its whole K in one panel."""
+    p = kernel.contraction
+    if p is None or kernel.fold is None or not supported(sched, kernel, isa_for(features)):
+        return False
+    shape = GemmShape.of(p)
+    if shape.k * max(nr for _, nr in tiles(features)) > MAX_PANEL:
+        return False
+    return gemm_slab.plan(sched, kernel, 1, shape.batch) is not None
+
+
 def f32_contraction(sched: Schedule, kernel: Kernel) -> bool:
     """A contraction of f32 operands into an f32 result (what the vector kernels take)."""
     p = kernel.contraction
@@ -157,6 +170,13 @@ class _Gemm:
         if kc is None and self.K * self.NR > MAX_PANEL:
             kc = MAX_PANEL // self.NR
         self.KC = kc if kc is not None and kc < self.K else self.K
+        # `unpad`: rows in bands of whole output rows, each building its padded input
+        self.slab = gemm_slab.plan(w.s, w.k, self.NT, self.B) if w.v.unpad else None
+        if w.v.unpad:
+            assert self.slab is not None and self.KC == self.K, "unpad_legal"
+            band_rows = self.slab.band * self.slab.ow.size
+            tiles_b = -(-band_rows // max(1, min(mr, band_rows)))
+            self.MR = -(-band_rows // tiles_b)
 
     # ---- pieces of C ---------------------------------------------------------------------
     def _decl(self, axis: Axis, flat: str, ind: str) -> list[str]:
@@ -170,9 +190,18 @@ class _Gemm:
         w, lay, isa = self.w, self.lay, self.isa
         M, N, K, MR, NR, VW = self.M, self.N, self.K, self.MR, self.NR, isa.width
         (xb, xoff), (yb, yoff) = lay.x, lay.y
-        px, py = w._pointer(xb), w._pointer(yb)
+        slab = self.slab
+        py = w._pointer(yb)
         n = lay.n
-        xk = self._koff(xoff, "xk")
+        if slab is None:
+            px = w._pointer(xb)
+            xk = self._koff(xoff, "xk")
+        else:  # the convolution's offsets, re-based to the slab
+            xk = f"{w.name}_sk[k]"
+            w.helpers.append(
+                f"static const int32_t {w.name}_sk[{len(slab.table)}] = "
+                f"{{{', '.join(map(str, slab.table))}}};"
+            )
         yk = self._koff(yoff, "yk")
         xbase = lay.without(xoff, lay.k)  # batch and row variables
         ybase = lay.without(yoff, lay.k, n)  # batch variables
@@ -187,11 +216,18 @@ class _Gemm:
             out.append(
                 f"    static _Thread_local float part[{self.MC * NR}] __attribute__((aligned(64)));"
             )
-        items = self.B * self.NT * self.MB
+        if slab is not None:
+            out.append(
+                f"    static _Thread_local float slab[{slab.floats}] __attribute__((aligned(64)));"
+            )
+            out.append("    int64_t slab_at = -1;  /* the (batch, band) the slab holds */")
+        # row blocks: a slab's bands of whole output rows per outer row index, else MB
+        blocks = slab.bands * (M // (slab.oh.size * slab.ow.size)) if slab else self.MB
+        items = self.B * self.NT * blocks
         work = self.B * M * N * K
         # a narrow Y is widened into the panel: never read in place
         through = yn == 1 and ysk is not None and w.s.dtype(yb) is DType.F32
-        direct = self.MC >= M and M <= MR  # one row tile: nothing would reuse a copy
+        direct = slab is None and self.MC >= M and M <= MR  # one row tile: no reuse
         # With one row tile, the last column tile of an N that is not a multiple of NR
         # reads Y in place too, its last vector masked, rather than from a zero-padded
         # copy that nothing reuses.  A matrix-vector product's 40-wide weight panels
@@ -204,7 +240,8 @@ class _Gemm:
         # While a column tile's later row tiles compute from the packed copy, the next
         # column tile's Y is prefetched (when the same thread computes it: items are
         # claimed in runs), so its first row tile does not wait on memory.
-        ahead = through and not blocked and not direct and self.MB == 1 and self.NT > 1
+        ahead = through and not blocked and not direct and self.NT > 1
+        ahead = ahead and (slab is not None or self.MB == 1)
         if items > 1 and w._parallel(work):
             # Items are coarse, so one per claim balances well.  With the prefetch, a
             # thread needs a run of consecutive items (all but the run's first item have
@@ -213,22 +250,27 @@ class _Gemm:
             # items; guided runs (long first, short to balance) were 8% slower quiet and
             # 7% faster with another process spinning on one core.
             per = "(" + f"{items} + lum_threads() - 1) / lum_threads()"
-            grain = per if ahead and items >= 8 else "1"
+            # a slab is built once per run for all of its band's column tiles
+            runs = ahead or (slab is not None and self.NT > 1)
+            grain = per if runs and items >= 8 else "1"
             w.pool = (str(items), grain)
             out.append("    for (int64_t t = lum_lo; t < lum_hi; t++) {")
         else:
             out.append("    const int64_t lum_hi = " + f"{items};")
             out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
         i2 = "        "
-        out.append(i2 + f"const int64_t bi = t / {self.NT * self.MB};")
-        out.append(i2 + f"const int64_t nt = (t / {self.MB}) % {self.NT};")
-        out.append(i2 + f"const int64_t mb = t % {self.MB};")
-        out.append(i2 + "(void)bi; (void)mb;")
-        out.extend(self._decl(lay.batch, "bi", i2))
+        if slab is None:
+            out.append(i2 + f"const int64_t bi = t / {self.NT * self.MB};")
+            out.append(i2 + f"const int64_t nt = (t / {self.MB}) % {self.NT};")
+            out.append(i2 + f"const int64_t mb = t % {self.MB};")
+            out.append(i2 + "(void)bi; (void)mb;")
+            out.extend(self._decl(lay.batch, "bi", i2))
+            out.append(i2 + f"const int64_t mlo = mb * {self.MC};")
+            out.append(i2 + f"const int64_t mhi = mlo + {self.MC} < {M} ? mlo + {self.MC} : {M};")
+        else:  # column tiles innermost: a thread's run shares its bands' slabs
+            self._band(out, i2, slab, blocks)
         out.append(i2 + f"const int64_t n0 = nt * {NR};")
         out.append(i2 + f"const int64_t nr = {N} - n0 < {NR} ? {N} - n0 : {NR};")
-        out.append(i2 + f"const int64_t mlo = mb * {self.MC};")
-        out.append(i2 + f"const int64_t mhi = mlo + {self.MC} < {M} ? mlo + {self.MC} : {M};")
         if blocked:
             out.append(i2 + f"for (int64_t kb = 0; kb < {K}; kb += {self.KC}) {{")
             i2 += "    "
@@ -267,17 +309,28 @@ class _Gemm:
         out.append(i3 + f"const int64_t mr = mhi - m0 < {MR} ? mhi - m0 : {MR};")
         out.append(i3 + f"const float *xr[{MR}];")
         out.append(i3 + f"for (int64_t i = 0; i < {MR}; i++) {{")
-        out.append(i3 + f"    const int64_t r = m0 + i < {M} ? m0 + i : {M - 1};")
-        out.extend(self._decl(lay.rows, "r", i3 + "    "))
-        out.append(i3 + f"    xr[i] = {px} + ({xbase.c()});")
+        if slab is None:
+            out.append(i3 + f"    const int64_t r = m0 + i < {M} ? m0 + i : {M - 1};")
+            out.extend(self._decl(lay.rows, "r", i3 + "    "))
+            out.append(i3 + f"    xr[i] = {px} + ({xbase.c()});")
+        else:  # a short last tile repeats the band's last position
+            out.append(i3 + "    const int64_t r = m0 + i < mhi ? m0 + i : mhi - 1;")
+            out.extend(self._decl(lay.rows, "r", i3 + "    "))
+            oh, ow = slab.oh.name, slab.ow.name
+            out.append(
+                i3 + f"    xr[i] = slab + ({oh} - oh0) * {slab.row_step} + {ow} * {slab.col_step};"
+            )
         out.append(i3 + "}")
         if blocked:
             out.append(i3 + "float *pt = part + (m0 - mlo) * " + f"{NR};")
         out.append(i3 + f"float tile[{MR * NR}] __attribute__((aligned(64)));")
-        m_tail = M % MR  # blocks are whole tiles, so only the last one can be short
-        shapes = [(MR, self.NV, None, f"mr == {MR} && nr == {NR}")]
+        # blocks are whole tiles, so only the last one can be short; a band's short
+        # tile computes MR rows (its missing rows repeat a position)
+        m_tail = M % MR if slab is None else 0
+        full_rows = f"mr == {MR} && " if slab is None else ""
+        shapes = [(MR, self.NV, None, f"{full_rows}nr == {NR}")]
         if nv_tail:
-            shapes.append((MR, nv_tail, lanes, f"mr == {MR}"))
+            shapes.append((MR, nv_tail, lanes, f"mr == {MR}" if slab is None else "1"))
         if m_tail:
             shapes.append((m_tail, self.NV, None, f"nr == {NR}"))
             if nv_tail:
@@ -311,6 +364,34 @@ class _Gemm:
             i2 = i2[:-4]
             out.append(i2 + "}")
         out.append("    }")
+
+    def _band(self, out: list[str], ind: str, slab: gemm_slab.Slab, blocks: int) -> None:
+        """The item's batch index, band (rows [mlo, mhi)) and column tile, and its band's
+        slab built when the last item's band was another."""
+        NT, lay = self.NT, self.lay
+        per = slab.oh.size * slab.ow.size  # rows per outer row index
+        outer = Axis(lay.rows.vars[:-2])
+        out.append(ind + f"const int64_t bi = t / {blocks * NT};")
+        out.append(ind + f"const int64_t ob = (t / {NT}) % {blocks};")
+        out.append(ind + f"const int64_t nt = t % {NT};")
+        out.append(
+            ind + f"const int64_t oq = ob / {slab.bands}, oh0 = (ob % {slab.bands}) * {slab.band};"
+        )
+        out.append(ind + "(void)bi; (void)oq;")
+        out.extend(self._decl(lay.batch, "bi", ind))
+        out.append(ind + f"const int64_t mlo = oq * {per} + oh0 * {slab.ow.size};")
+        out.append(
+            ind + f"const int64_t mhi = mlo + (oh0 + {slab.band} < {slab.oh.size} ? "
+            f"{slab.band} : {slab.oh.size} - oh0) * {slab.ow.size};"
+        )
+        out.append(ind + f"if (slab_at != t / {NT}) {{")
+        out.append(ind + f"    slab_at = t / {NT};")
+        out.extend(self._decl(outer, "oq", ind + "    "))
+        out.append(ind + f"    const int64_t plane = {slab.plane_terms.c()};")
+        gemm_slab.fill(
+            self.w, slab, out, ind + "    ", "plane", f"oh0 * {slab.row_step // slab.width}"
+        )
+        out.append(ind + "}")
 
     def _pack(
         self, out: list[str], ind: str, ysrc: str, yk: str, yn: int, kfrom: str, kcount: str

@@ -7,6 +7,8 @@ profiles and logs.  What a kernel costs is counted backend-neutrally (`schedule/
 
 from __future__ import annotations
 
+import dataclasses
+
 from luminal.compiler.backends.cpu.gemm_layout import GemmShape
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
@@ -35,20 +37,25 @@ def describe(sched: Schedule, kernel: Kernel) -> str:
 
 
 def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tuple[Variant, ...]:
-    """Legal variants worth measuring for `kernel`, the default first, at most 8.
+    """Legal variants worth measuring for `kernel`, the default first, at most 8 (two
+    more per planned orientation) besides the unpadding twins of its tiles, which the
+    search measures only beside their twin (`search.kernels._unpadding_twins`).
 
     Contractions: the other orientations the schedule planned (`Kernel.alternatives`),
     the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
     the integer kernel's tiles and the portable loop for an i32 contraction of i16
-    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise convolution's shape (`stencil.legal`; in half-width vectors too for rows shorter than one vector),
-    OpenBLAS when the operands are strided matrices (`blas.legal`), and the other parallel
-    setting when the work is near the threshold.  Elementwise and reduce
+    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise
+    convolution's shape (`stencil.legal`; in half-width vectors too for rows shorter than
+    one vector), OpenBLAS when the operands are strided matrices (`blas.legal`), the
+    other parallel setting when the work is near the threshold, and each tile building a
+    convolution's padded input itself (`gemm.unpad_legal`).  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
     from luminal.compiler.backends.cpu import blas, gemm, igemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
+    unpads: list[Variant] = []
     work = loop_work(sched, kernel)
     lo, hi = PARALLEL_MIN_WORK // BORDERLINE, PARALLEL_MIN_WORK * BORDERLINE
     if kernel.kind == "contraction" and kernel.contraction is not None:
@@ -89,9 +96,19 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             out.append(Variant(impl="blas"))
         if isa.name:
             out += [Variant(impl=i) for i in winograd.TILE if winograd.legal(sched, kernel, i)]
+        if gemm.unpad_legal(sched, kernel, features):
+            # the generated kernel building its padded input, in each tile of the kernel
+            # as planned (beyond the cap: the search measures the twins of the tiles it
+            # measures, `search.kernels`)
+            unpads = [
+                dataclasses.replace(v, unpad=True)
+                for v in (DEFAULT, *_tiles(kernel, features, 0))
+                if v.impl == "generated" and v.orient == 0
+            ]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
-    return tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
+    capped = tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
+    return tuple(dict.fromkeys((*capped, *unpads)))
 
 
 def _tiles(kernel: Kernel, features: tuple[str, ...], orient: int) -> list[Variant]:

@@ -145,7 +145,8 @@ def test_offered_for_3x3() -> None:
     sched = schedule(_conv_graph(8, 16, 14, 14))
     (k,) = [k for k in sched.kernels if k.kind == "contraction"]
     cands = candidates(sched, k, FEATURES)
-    assert Variant(impl="winograd") in cands and len(cands) <= 8
+    # at most 8 beside the unpadding twins, which the search times only beside their twin
+    assert Variant(impl="winograd") in cands and len([v for v in cands if not v.unpad]) <= 8
     assert Variant(impl="winograd4") in cands
 
 
