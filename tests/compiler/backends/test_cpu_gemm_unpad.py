@@ -53,10 +53,13 @@ def _contraction(sched: Schedule) -> Kernel:
     return kernel
 
 
-def _run(g: Graph, sched: Schedule, kernel: Kernel, variant: Variant) -> None:
+def _run(
+    g: Graph, sched: Schedule, kernel: Kernel, variant: Variant, isa: str | None = None
+) -> None:
     settled, _ = unpad(sched, {kernel.name: variant})
     assert [x.name for x in settled.kernels] == [kernel.name]  # the pad's kernel dropped
-    options = codegen.options_for(FEATURES, True, variants={kernel.name: variant})
+    more = {"simd": isa} if isa else {}
+    options = codegen.options_for(FEATURES, True, variants={kernel.name: variant}, **more)
     source = codegen.generate(settled, options)
     assert "float slab[" in source and "slab_at" in source
     rng = np.random.default_rng(7)
@@ -96,6 +99,18 @@ def test_unpadded_gemm_matches_reference(
     assert Variant(unpad=True) in candidates(sched, kernel, FEATURES)
     mr, nr = tile or (None, None)
     _run(g, sched, kernel, Variant(mr=mr, nr=nr, unpad=True, parallel=parallel))
+
+
+@pytest.mark.skipif(
+    "avx2" not in FEATURES or "fma" not in FEATURES, reason="no AVX2 + FMA on this machine"
+)
+def test_unpadded_gemm_in_avx2_vectors() -> None:
+    """The 8-lane ISA (an AVX-512 machine also runs it): its own tiles, a masked last
+    column vector (N = 70), a stride of 2."""
+    g = _conv(5, 70, 24, 48, stride=2)
+    sched = schedule(g)
+    kernel = _contraction(sched)
+    _run(g, sched, kernel, Variant(mr=4, nr=24, unpad=True), isa="avx2")
 
 
 @pytest.mark.skipif(not VECTOR, reason="the generated GEMM needs a vector ISA")
