@@ -16,6 +16,7 @@ class Variant:
     parallel: bool | None = None  # None: parallel above the backend's work threshold
     orient: int = 0  # a contraction's orientation: 0 as planned, n its n-th alternative
     unpad: bool = False  # reads the source of the pad it reads (`Kernel.fold`), not the pad
+    compact: bool = False  # packs a strided operand's rows per band (a strided 1x1 convolution)
 
     @property
     def label(self) -> str:
@@ -30,6 +31,8 @@ class Variant:
             parts.append(f"o{self.orient}")
         if self.unpad:
             parts.append("unpad")
+        if self.compact:
+            parts.append("compact")
         return "-".join(parts)
 
     def to_json(self) -> dict[str, object]:
@@ -40,7 +43,7 @@ class Variant:
         return Variant(
             **{
                 k: data[k]
-                for k in ("impl", "mr", "nr", "kc", "parallel", "orient", "unpad")
+                for k in ("impl", "mr", "nr", "kc", "parallel", "orient", "unpad", "compact")
                 if k in data
             }
         )  # type: ignore[arg-type]

@@ -177,7 +177,7 @@ def search_kernels(
                 keep = sorted(range(len(variants)), key=lambda i: est[i])[: options.top_k]
                 if 0 not in keep:
                     keep = [*keep[: options.top_k - 1], 0]
-                keep += _unpadding_twins(variants, est, keep)
+                keep += _input_twins(variants, est, keep)
                 ranked[h] = (kernels, tuple(variants[i] for i in keep), [est[i] for i in keep])
             if progress:
                 progress("building the kernel bench", 0, len(ranked))
@@ -317,24 +317,25 @@ def _by_measured_cost(
     return [*surveyed, *(h for h in by_estimate if h not in measured)]
 
 
-#: Unpadding twins measured beside the top-k (`_unpadding_twins`).
-UNPAD_TWINS = 2
+#: Input twins measured beside the top-k (`_input_twins`).
+INPUT_TWINS = 2
 
 
-def _unpadding_twins(variants: tuple[Variant, ...], est: list[float], keep: list[int]) -> list[int]:
-    """The candidates that read a pad's source (`Variant.unpad`) whose twin reading the
-    pad is among those kept, up to `UNPAD_TWINS`, best-estimated first: whether to build
-    the padded input in the kernel is a choice beside the tile, so it is measured where
-    the best tiles are, in addition to them."""
+def _input_twins(variants: tuple[Variant, ...], est: list[float], keep: list[int]) -> list[int]:
+    """The candidates that build their input themselves (`Variant.unpad`: the pad's rows
+    from its source; `Variant.compact`: a strided input packed) whose twin reading the
+    input as planned is among those kept, up to `INPUT_TWINS`, best-estimated first:
+    how to read the input is a choice beside the tile, so it is measured where the best
+    tiles are, in addition to them."""
     kept = {variants[i] for i in keep}
     twins = [
         i
         for i in sorted(range(len(variants)), key=lambda i: est[i])
         if i not in keep
-        and variants[i].unpad
-        and dataclasses.replace(variants[i], unpad=False) in kept
+        and (variants[i].unpad or variants[i].compact)
+        and dataclasses.replace(variants[i], unpad=False, compact=False) in kept
     ]
-    return twins[:UNPAD_TWINS]
+    return twins[:INPUT_TWINS]
 
 
 def _candidates(tuner: Tuner, sched: Schedule, kernel: Kernel) -> tuple[Variant, ...]:

@@ -109,6 +109,19 @@ def unpad_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> b
     return gemm_slab.plan(sched, kernel, 1, shape.batch) is not None
 
 
+def compact_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> bool:
+    """Whether the generated kernel may pack its strided X per band (`Variant.compact`,
+    `gemm_slab`): a supported contraction reading X as a 1x1 convolution with a stride,
+    with its whole K in one panel."""
+    p = kernel.contraction
+    if p is None or not supported(sched, kernel, isa_for(features)):
+        return False
+    shape = GemmShape.of(p)
+    if shape.k * max(nr for _, nr in tiles(features)) > MAX_PANEL:
+        return False
+    return gemm_slab.plan(sched, kernel, 1, shape.batch, compact=True) is not None
+
+
 def f32_contraction(sched: Schedule, kernel: Kernel) -> bool:
     """A contraction of f32 operands into an f32 result (what the vector kernels take)."""
     p = kernel.contraction
@@ -171,9 +184,13 @@ class _Gemm:
             kc = MAX_PANEL // self.NR
         self.KC = kc if kc is not None and kc < self.K else self.K
         # `unpad`: rows in bands of whole output rows, each building its padded input
-        self.slab = gemm_slab.plan(w.s, w.k, self.NT, self.B) if w.v.unpad else None
-        if w.v.unpad:
-            assert self.slab is not None and self.KC == self.K, "unpad_legal"
+        self.slab = (
+            gemm_slab.plan(w.s, w.k, self.NT, self.B, compact=w.v.compact)
+            if w.v.unpad or w.v.compact
+            else None
+        )
+        if w.v.unpad or w.v.compact:
+            assert self.slab is not None and self.KC == self.K, "unpad_legal, compact_legal"
             band_rows = self.slab.band * self.slab.ow.size
             tiles_b = -(-band_rows // max(1, min(mr, band_rows)))
             self.MR = -(-band_rows // tiles_b)
@@ -316,10 +333,8 @@ class _Gemm:
         else:  # a short last tile repeats the band's last position
             out.append(i3 + "    const int64_t r = m0 + i < mhi ? m0 + i : mhi - 1;")
             out.extend(self._decl(lay.rows, "r", i3 + "    "))
-            oh, ow = slab.oh.name, slab.ow.name
-            out.append(
-                i3 + f"    xr[i] = slab + ({oh} - oh0) * {slab.row_step} + {ow} * {slab.col_step};"
-            )
+            at = slab.position(slab.oh.name, "oh0", slab.ow.name)
+            out.append(i3 + f"    xr[i] = slab + {at};")
         out.append(i3 + "}")
         if blocked:
             out.append(i3 + "float *pt = part + (m0 - mlo) * " + f"{NR};")
@@ -388,9 +403,7 @@ class _Gemm:
         out.append(ind + f"    slab_at = t / {NT};")
         out.extend(self._decl(outer, "oq", ind + "    "))
         out.append(ind + f"    const int64_t plane = {slab.plane_terms.c()};")
-        gemm_slab.fill(
-            self.w, slab, out, ind + "    ", "plane", f"oh0 * {slab.row_step // slab.width}"
-        )
+        gemm_slab.fill(self.w, slab, out, ind + "    ", "plane", "oh0")
         out.append(ind + "}")
 
     def _pack(

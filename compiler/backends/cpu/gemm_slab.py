@@ -1,4 +1,5 @@
-"""A convolution's padding built inside the generated GEMM (`Variant.unpad`).
+"""A convolution's input built per band inside the generated GEMM (`Variant.unpad`,
+`Variant.compact`).
 
 A convolution reads its input through a PAD whose buffer an elementwise kernel writes
 just before it (`schedule/unpad.py`).  At batch 8 those pads were 1.7% of ResNet-18's
@@ -26,6 +27,12 @@ be short, its missing rows repeating the band's last position (computed, not sto
 Whether it is faster is measured: the search times the other candidates with the pad's
 kernel in the timed region (`bench.timed_with_pad`), and a winning `unpad` variant drops
 the pad's kernel (`schedule.unpad`).
+
+`compact` uses the same bands for a 1x1 convolution with a stride (ResNet's downsampling),
+which has no pad: its X reads every second position of every second row, half of each
+cache line and one channel plane apart per k.  The slab packs the band's sampled
+positions of every channel densely, one output row per slab row, and the product reads
+them at unit stride (ResNet-50's 256 -> 512 one at batch 8: 15.2 -> 10.5 ms in the model).
 """
 
 from __future__ import annotations
@@ -57,43 +64,69 @@ MIN_BAND_ROWS = 96
 
 @dataclass(frozen=True)
 class Slab:
-    """How one contraction builds and reads its band's padded input."""
+    """How one contraction builds and reads its band's input: padded rows of the pad's
+    source (`unpad`), or a strided 1x1 convolution's sampled positions packed densely
+    (`compact`)."""
 
+    compact: bool  # sampled positions packed (else padded rows at full width)
+    source: int  # the buffer the slab is built from: the pad's source, or X itself
     oh: Var  # the output-row variable (the rows' second-to-last)
     ow: Var  # the output-column variable (the rows' last)
-    row_step: int  # offset per output row in the pad (stride x Wp)
-    col_step: int  # offset per output column in the pad (the stride)
+    row_step: int  # offset per output row in the (padded) input (stride x W)
+    col_step: int  # offset per output column in the (padded) input (the stride)
     planes: int  # planes (channels) a row reads, from its base plane on
     plane_terms: Lin  # the batch and outer row variables' base plane
     band: int  # output rows per band
-    rows: int  # padded rows per slab: (band - 1) x stride + the kernel's extent
-    height: int  # Hp, the pad's rows per plane
-    width: int  # Wp, the pad's row width
+    rows: int  # slab rows per plane: padded rows (band - 1) x stride + extent, or band
+    height: int  # the (padded) input's rows per plane
+    width: int  # the (padded) input's row width
     table: tuple[int, ...]  # each k's offset into the slab
 
     @property
+    def row_width(self) -> int:
+        """Floats per slab row: the padded row, or one output row's positions."""
+        return self.ow.size if self.compact else self.width
+
+    @property
     def floats(self) -> int:
-        return self.planes * self.rows * self.width
+        return self.planes * self.rows * self.row_width
 
     @property
     def bands(self) -> int:
         return -(-self.oh.size // self.band)
 
+    def position(self, oh: str, oh0: str, ow: str) -> str:
+        """C offset into the slab of the window at output position (oh, ow)."""
+        if self.compact:
+            return f"({oh} - {oh0}) * {self.ow.size} + {ow}"
+        return f"({oh} - {oh0}) * {self.row_step} + {ow} * {self.col_step}"
 
-def plan(sched: Schedule, kernel: Kernel, nt: int, batch: int) -> Slab | None:
-    """The slab geometry when `kernel` (as oriented) may build its padded input: it may
-    read the pad's source (`Kernel.fold`), the pad is its X operand, and X's offset is a
-    convolution's over that pad (module docstring); None otherwise.  `nt` column tiles
-    and `batch` products size the bands so that there are `MIN_ITEMS` items."""
+
+def plan(
+    sched: Schedule, kernel: Kernel, nt: int, batch: int, compact: bool = False
+) -> Slab | None:
+    """The slab geometry when `kernel` (as oriented) may build its X per band: X is a pad
+    it may skip (`Kernel.fold`, read as a convolution's window over the pad), or with
+    `compact` X is read by a 1x1 window with a stride (module docstring); None otherwise.
+    `nt` column tiles and `batch` products size the bands so that there are
+    `MIN_ITEMS` items."""
     f, p = kernel.fold, kernel.contraction
-    if f is None or p is None:
+    if p is None or (f is None and not compact):
         return None
     lay = GemmLayout.of(p)
     xb, xoff = lay.x
-    if xb != f.pad or xoff.const != 0 or len(lay.rows.vars) < 2:
+    if compact:
+        if f is not None and xb == f.pad:
+            return None  # padded: `unpad`
+        source = xb
+    elif f is None or xb != f.pad:
+        return None
+    else:
+        source = f.source
+    if xb < 0 or xoff.const != 0 or len(lay.rows.vars) < 2:
         return None
     g = sched.graph
-    hp, wp = g.nodes[f.pad].shape[-2:]
+    hp, wp = g.nodes[xb].shape[-2:]
     hw = hp * wp
     *outer, oh, ow = lay.rows.vars
     row_step, col_step = xoff.coeff(oh), xoff.coeff(ow)
@@ -110,23 +143,43 @@ def plan(sched: Schedule, kernel: Kernel, nt: int, batch: int) -> Slab | None:
     if min(offsets, default=0) < 0:
         return None
     within = [t % hw for t in offsets]
-    extent = max(t // wp for t in within) + 1  # padded rows a position's window spans
+    extent = max(t // wp for t in within) + 1  # input rows a position's window spans
     last_col = max(t % wp for t in within) + col_step * (ow.size - 1)
     if last_col >= wp or (oh.size - 1) * (row_step // wp) + extent > hp:
         return None
     planes = max(t // hw for t in offsets) + 1
     step = row_step // wp
+    if compact and (any(within) or (step == 1 and col_step == 1)):
+        return None  # a window wider than one position, or nothing strided to pack
+
+    def rows_of(band: int) -> int:
+        return band if compact else (band - 1) * step + extent
 
     def size(band: int) -> int:
-        return planes * ((band - 1) * step + extent) * wp * 4
+        return planes * rows_of(band) * (ow.size if compact else wp) * 4
 
     band = _band(oh.size, ow.size, size, nt * batch * _product(outer))
     if band is None:
         return None
-    rows = (band - 1) * step + extent
-    table = tuple((t // hw) * rows * wp + t % hw for t in offsets)
+    rows = rows_of(band)
+    width = ow.size if compact else wp
+    table = tuple((t // hw) * rows * width + t % hw for t in offsets)
     plane_terms = Lin(tuple((v, xoff.coeff(v) // hw) for v in plane_vars if xoff.coeff(v)), 0)
-    return Slab(oh, ow, row_step, col_step, planes, plane_terms, band, rows, hp, wp, table)
+    return Slab(
+        compact,
+        source,
+        oh,
+        ow,
+        row_step,
+        col_step,
+        planes,
+        plane_terms,
+        band,
+        rows,
+        hp,
+        wp,
+        table,
+    )
 
 
 def _band(height: int, width: int, size: Callable[[int], int], others: int) -> int | None:
@@ -151,9 +204,25 @@ def _product(vs: list[Var]) -> int:
     return n
 
 
-def fill(w: _KernelWriter, slab: Slab, out: list[str], ind: str, plane: str, y0: str) -> None:
-    """C that builds `slab` (the buffer `slab`) from the pad's source: padded rows
-    [`y0`, `y0` + rows) of planes [`plane`, `plane` + planes)."""
+def fill(w: _KernelWriter, slab: Slab, out: list[str], ind: str, plane: str, oh0: str) -> None:
+    """C that builds `slab` (the buffer `slab`) for the band starting at output row
+    `oh0`, planes [`plane`, `plane` + planes): the pad's rows from its source, fill on
+    the borders, or the strided positions packed."""
+    src = w._pointer(slab.source)
+    step = slab.row_step // slab.width
+    if slab.compact:
+        h, wd = slab.height, slab.width
+        out += [
+            f"{ind}for (int64_t pl = 0; pl < {slab.planes}; pl++) {{",
+            f"{ind}    const float *sp = {src} + ({plane} + pl) * {h * wd};",
+            f"{ind}    for (int64_t q = 0; q < {slab.rows} && {oh0} + q < {slab.oh.size}; q++) {{",
+            f"{ind}        float *srow = slab + (pl * {slab.rows} + q) * {slab.ow.size};",
+            f"{ind}        const float *row = sp + ({oh0} + q) * {slab.row_step};",
+            f"{ind}        for (int64_t j = 0; j < {slab.ow.size}; j++) srow[j] = row[j * {slab.col_step}];",
+            f"{ind}    }}",
+            f"{ind}}}",
+        ]
+        return
     f = w.k.fold
     assert f is not None
     g = w.g
@@ -161,13 +230,12 @@ def fill(w: _KernelWriter, slab: Slab, out: list[str], ind: str, plane: str, y0:
     hp, wp = slab.height, slab.width
     h, wd = hp - top - bottom, wp - left - right
     fill_value = f"{f.fill(g)!r}f"
-    src = w._pointer(f.source)
     out += [
         f"{ind}for (int64_t pl = 0; pl < {slab.planes}; pl++) {{",
         f"{ind}    const float *sp = {src} + ({plane} + pl) * {h * wd};",
         f"{ind}    for (int64_t q = 0; q < {slab.rows}; q++) {{",
         f"{ind}        float *srow = slab + (pl * {slab.rows} + q) * {wp};",
-        f"{ind}        const int64_t y = {y0} + q - {top};",
+        f"{ind}        const int64_t y = {oh0} * {step} + q - {top};",
         f"{ind}        if (y < 0 || y >= {h}) {{",
         f"{ind}            for (int64_t j = 0; j < {wp}; j++) srow[j] = {fill_value};",
         f"{ind}        }} else {{",

@@ -39,7 +39,7 @@ def describe(sched: Schedule, kernel: Kernel) -> str:
 def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tuple[Variant, ...]:
     """Legal variants worth measuring for `kernel`, the default first, at most 8 (two
     more per planned orientation) besides the unpadding twins of its tiles, which the
-    search measures only beside their twin (`search.kernels._unpadding_twins`).
+    search measures only beside their twin (`search.kernels._input_twins`).
 
     Contractions: the other orientations the schedule planned (`Kernel.alternatives`),
     the register tiles that fit the vector registers (`gemm.tiles`) and
@@ -49,7 +49,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     convolution's shape (`stencil.legal`; in half-width vectors too for rows shorter than
     one vector), OpenBLAS when the operands are strided matrices (`blas.legal`), the
     other parallel setting when the work is near the threshold, and each tile building a
-    convolution's padded input itself (`gemm.unpad_legal`).  Elementwise and reduce
+    convolution's padded input itself (`gemm.unpad_legal`) or packing a strided 1x1
+    convolution's input (`gemm.compact_legal`).  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, else only the default."""
     from luminal.compiler.backends.cpu import blas, gemm, igemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
@@ -104,6 +105,12 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 dataclasses.replace(v, unpad=True)
                 for v in (DEFAULT, *_tiles(kernel, features, 0))
                 if v.impl == "generated" and v.orient == 0
+            ]
+        elif gemm.compact_legal(sched, kernel, features):
+            # a strided 1x1 convolution's input packed per band, likewise
+            unpads = [
+                dataclasses.replace(v, compact=True)
+                for v in (DEFAULT, *_tiles(kernel, features, 0))
             ]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))

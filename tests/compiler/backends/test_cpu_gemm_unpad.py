@@ -1,8 +1,9 @@
-"""The generated GEMM building a convolution's padded input itself (`Variant.unpad`,
-`gemm_slab`): offered where the pad may be skipped and the bands are wide enough, equal
-to the reference interpreter with the pad's kernel dropped (zero and non-zero fills,
-strides, a short last band, several column tiles sharing a slab, threads on and off), and
-its band planning."""
+"""The generated GEMM building its input per band (`gemm_slab`): a convolution's padded
+rows from the pad's source (`Variant.unpad`), offered where the pad may be skipped and the
+bands are wide enough, equal to the reference interpreter with the pad's kernel dropped
+(zero and non-zero fills, strides, a short last band, several column tiles sharing a
+slab, threads on and off); a strided 1x1 convolution's positions packed
+(`Variant.compact`); and the band planning."""
 
 from __future__ import annotations
 
@@ -176,3 +177,51 @@ def test_bands_are_whole_output_rows_within_the_slab_budget() -> None:
     # k = (cin, kh, kw): the second channel's first tap is one slab plane on
     assert slab.table[:4] == (0, 1, 2, 58) and slab.table[9] == slab.rows * 58
     assert slab.planes == 64 and slab.row_step == 58 and slab.col_step == 1
+
+
+@pytest.mark.skipif(not VECTOR, reason="the generated GEMM needs a vector ISA")
+@pytest.mark.parametrize(
+    "cin,cout,h,w,stride,residual,isa",
+    [
+        (16, 64, 40, 48, 2, True, None),  # ResNet's downsampling: 1x1, stride 2, + residual
+        (8, 70, 30, 44, 2, False, None),  # a masked last column vector, a short last band
+        (8, 48, 36, 72, 3, False, "avx2"),
+    ],
+    ids=str,
+)
+def test_compacted_strided_1x1_matches_reference(
+    cin: int, cout: int, h: int, w: int, stride: int, residual: bool, isa: str | None
+) -> None:
+    """`Variant(compact=True)`: a strided 1x1 convolution's sampled positions packed per
+    band, read densely; equal to the reference."""
+    if isa == "avx2" and ("avx2" not in FEATURES or "fma" not in FEATURES):
+        pytest.skip("no AVX2 + FMA on this machine")
+    g = _conv(cin, cout, h, w, k=1, stride=stride, residual=residual)
+    sched = schedule(g)
+    kernel = _contraction(sched)
+    assert kernel.fold is None and gemm.compact_legal(sched, kernel, FEATURES)
+    assert Variant(compact=True) in candidates(sched, kernel, FEATURES)
+    variant = Variant(compact=True, parallel=True)
+    more = {"simd": isa} if isa else {}
+    options = codegen.options_for(FEATURES, True, variants={kernel.name: variant}, **more)
+    source = codegen.generate(sched, options)
+    assert "float slab[" in source
+    rng = np.random.default_rng(5)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-4)
+
+
+def test_compaction_only_for_a_strided_single_position_window() -> None:
+    """Nothing to pack in a 1x1 convolution without a stride; a 3x3 window's rows
+    overlap (its padded rows are `unpad`'s)."""
+    plain = schedule(_conv(16, 64, 40, 48, k=1))
+    assert not gemm.compact_legal(plain, _contraction(plain), FEATURES)
+    window = schedule(_conv(16, 64, 40, 48, stride=2))
+    kernel = _contraction(window)
+    assert not gemm.compact_legal(window, kernel, FEATURES)
+    assert gemm.unpad_legal(window, kernel, FEATURES)
+    strided = schedule(_conv(16, 64, 40, 48, k=1, stride=2))
+    slab = gemm_slab.plan(strided, _contraction(strided), 1, 1, compact=True)
+    assert slab is not None and slab.compact and slab.row_width == 24
+    assert slab.rows == slab.band and slab.table[:2] == (0, slab.band * 24)
