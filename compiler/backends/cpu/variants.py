@@ -38,7 +38,7 @@ def describe(sched: Schedule, kernel: Kernel) -> str:
 
 def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tuple[Variant, ...]:
     """Legal variants worth measuring for `kernel`, the default first, at most 8 (two
-    more per planned orientation) besides the unpadding twins of its tiles, which the
+    more per planned orientation) besides the input twins of its tiles, which the
     search measures only beside their twin (`search.kernels._input_twins`).
 
     Contractions: the other orientations the schedule planned (`Kernel.alternatives`),
@@ -56,7 +56,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
-    unpads: list[Variant] = []
+    twins: list[Variant] = []  # building the input itself: measured beside their twin
     work = loop_work(sched, kernel)
     lo, hi = PARALLEL_MIN_WORK // BORDERLINE, PARALLEL_MIN_WORK * BORDERLINE
     if kernel.kind == "contraction" and kernel.contraction is not None:
@@ -101,21 +101,21 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             # the generated kernel building its padded input, in each tile of the kernel
             # as planned (beyond the cap: the search measures the twins of the tiles it
             # measures, `search.kernels`)
-            unpads = [
+            twins = [
                 dataclasses.replace(v, unpad=True)
                 for v in (DEFAULT, *_tiles(kernel, features, 0))
                 if v.impl == "generated" and v.orient == 0
             ]
         elif gemm.compact_legal(sched, kernel, features):
             # a strided 1x1 convolution's input packed per band, likewise
-            unpads = [
+            twins = [
                 dataclasses.replace(v, compact=True)
                 for v in (DEFAULT, *_tiles(kernel, features, 0))
             ]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
     capped = tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
-    return tuple(dict.fromkeys((*capped, *unpads)))
+    return tuple(dict.fromkeys((*capped, *twins)))
 
 
 def _tiles(kernel: Kernel, features: tuple[str, ...], orient: int) -> list[Variant]:
