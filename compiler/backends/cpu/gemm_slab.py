@@ -20,9 +20,10 @@ thread-local slab:
               of Hp rows to the slab's of SR rows
 
 Items run column tile innermost and each thread claims one run of them, so a band's slab
-is built once per thread for all its column tiles.  Row tiles are balanced within the
-band (a 7x7 map's band of 49 positions is seven tiles of 7); the band's last tile may
-be short, its missing rows repeating the band's last position (computed, not stored).
+is built once per thread for all its column tiles.  Row tiles are balanced over the
+band's positions (as `gemm.py` balances them over the whole product); a band's last tile
+may be short, its missing rows repeating the band's last position (computed, not
+stored).
 
 Whether it is faster is measured: the search times the other candidates with the pad's
 kernel in the timed region (`bench.timed_with_pad`), and a winning `unpad` variant drops

@@ -102,9 +102,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             # as planned (beyond the cap: the search measures the twins of the tiles it
             # measures, `search.kernels`)
             twins = [
-                dataclasses.replace(v, unpad=True)
-                for v in (DEFAULT, *_tiles(kernel, features, 0))
-                if v.impl == "generated" and v.orient == 0
+                dataclasses.replace(v, unpad=True) for v in (DEFAULT, *_tiles(kernel, features, 0))
             ]
         elif gemm.compact_legal(sched, kernel, features):
             # a strided 1x1 convolution's input packed per band, likewise
