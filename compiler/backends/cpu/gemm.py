@@ -277,13 +277,7 @@ class _Gemm:
             out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
         i2 = "        "
         if slab is None:
-            out.append(i2 + f"const int64_t bi = t / {self.NT * self.MB};")
-            out.append(i2 + f"const int64_t nt = (t / {self.MB}) % {self.NT};")
-            out.append(i2 + f"const int64_t mb = t % {self.MB};")
-            out.append(i2 + "(void)bi; (void)mb;")
-            out.extend(self._decl(lay.batch, "bi", i2))
-            out.append(i2 + f"const int64_t mlo = mb * {self.MC};")
-            out.append(i2 + f"const int64_t mhi = mlo + {self.MC} < {M} ? mlo + {self.MC} : {M};")
+            self._item(out, i2)
         else:  # column tiles innermost: a thread's run shares its bands' slabs
             self._band(out, i2, slab, blocks)
         out.append(i2 + f"const int64_t n0 = nt * {NR};")
@@ -379,6 +373,18 @@ class _Gemm:
             i2 = i2[:-4]
             out.append(i2 + "}")
         out.append("    }")
+
+    def _item(self, out: list[str], ind: str) -> None:
+        """Work item `t`'s batch index `bi`, column tile `nt` and row block `mb`, rows
+        [mlo, mhi): items run batch, column tile, then row block."""
+        NT, MB, MC, M = self.NT, self.MB, self.MC, self.M
+        out.append(ind + f"const int64_t bi = t / {NT * MB};")
+        out.append(ind + f"const int64_t nt = (t / {MB}) % {NT};")
+        out.append(ind + f"const int64_t mb = t % {MB};")
+        out.append(ind + "(void)bi; (void)mb;")
+        out.extend(self._decl(self.lay.batch, "bi", ind))
+        out.append(ind + f"const int64_t mlo = mb * {MC};")
+        out.append(ind + f"const int64_t mhi = mlo + {MC} < {M} ? mlo + {MC} : {M};")
 
     def _band(self, out: list[str], ind: str, slab: gemm_slab.Slab, blocks: int) -> None:
         """The item's batch index, band (rows [mlo, mhi)) and column tile, and its band's

@@ -104,15 +104,9 @@ class _IGemm(gemm._Gemm):
         out.insert(-1, f"    uint8_t xdone[{B * MB}] = {{0}};")
         out.insert(-1, "    int64_t ytile = -1;")
         i2 = "        "
-        out.append(i2 + f"const int64_t bi = t / {NT * MB};")
-        out.append(i2 + f"const int64_t nt = (t / {MB}) % {NT};")
-        out.append(i2 + f"const int64_t mb = t % {MB};")
-        out.append(i2 + "(void)bi;")
-        out.extend(self._decl(lay.batch, "bi", i2))
+        self._item(out, i2)
         out.append(i2 + f"const int64_t n0 = nt * {NR};")
         out.append(i2 + f"const int64_t nr = {N} - n0 < {NR} ? {N} - n0 : {NR};")
-        out.append(i2 + f"const int64_t mlo = mb * {self.MC};")
-        out.append(i2 + f"const int64_t mhi = mlo + {self.MC} < {M} ? mlo + {self.MC} : {M};")
         out.append(i2 + f"int16_t *xb = xpack + bi * {M * xrow};")
         # X: the block's rows as int16 pairs, the odd K's last pair completed with 0
         out.append(i2 + f"if (!xdone[bi * {MB} + mb]) {{")
