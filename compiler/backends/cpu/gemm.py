@@ -100,26 +100,24 @@ def unpad_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> b
     """Whether the generated kernel may build its padded input itself (`Variant.unpad`,
     `gemm_slab`): a supported contraction whose X is a pad it may skip, read as a
     convolution's window, with its whole K in one panel."""
-    p = kernel.contraction
-    if p is None or kernel.fold is None or not supported(sched, kernel, isa_for(features)):
-        return False
-    shape = GemmShape.of(p)
-    if shape.k * max(nr for _, nr in tiles(features)) > MAX_PANEL:
-        return False
-    return gemm_slab.plan(sched, kernel, 1, shape.batch) is not None
+    return _slab_legal(sched, kernel, features, compact=False)
 
 
 def compact_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> bool:
     """Whether the generated kernel may pack its strided X per band (`Variant.compact`,
     `gemm_slab`): a supported contraction reading X as a 1x1 convolution with a stride,
     with its whole K in one panel."""
+    return _slab_legal(sched, kernel, features, compact=True)
+
+
+def _slab_legal(sched: Schedule, kernel: Kernel, features: tuple[str, ...], compact: bool) -> bool:
     p = kernel.contraction
     if p is None or not supported(sched, kernel, isa_for(features)):
         return False
     shape = GemmShape.of(p)
     if shape.k * max(nr for _, nr in tiles(features)) > MAX_PANEL:
-        return False
-    return gemm_slab.plan(sched, kernel, 1, shape.batch, compact=True) is not None
+        return False  # K blocked: partial sums would outlive the band's slab
+    return gemm_slab.plan(sched, kernel, 1, shape.batch, compact=compact) is not None
 
 
 def f32_contraction(sched: Schedule, kernel: Kernel) -> bool:
@@ -183,13 +181,10 @@ class _Gemm:
         if kc is None and self.K * self.NR > MAX_PANEL:
             kc = MAX_PANEL // self.NR
         self.KC = kc if kc is not None and kc < self.K else self.K
-        # `unpad`: rows in bands of whole output rows, each building its padded input
-        self.slab = (
-            gemm_slab.plan(w.s, w.k, self.NT, self.B, compact=w.v.compact)
-            if w.v.unpad or w.v.compact
-            else None
-        )
+        # `unpad`, `compact`: rows in bands of whole output rows, each building its input
+        self.slab = None
         if w.v.unpad or w.v.compact:
+            self.slab = gemm_slab.plan(w.s, w.k, self.NT, self.B, compact=w.v.compact)
             assert self.slab is not None and self.KC == self.K, "unpad_legal, compact_legal"
             band_rows = self.slab.band * self.slab.ow.size
             tiles_b = -(-band_rows // max(1, min(mr, band_rows)))

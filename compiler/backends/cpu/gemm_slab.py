@@ -42,7 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from luminal.compiler.backends.cpu.gemm_layout import GemmLayout
+from luminal.compiler.backends.cpu.gemm_layout import Axis, GemmLayout
+from luminal.compiler.backends.cpu.padrows import padded_row
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.symbolic import Lin, Var
 
@@ -159,7 +160,7 @@ def plan(
     def size(band: int) -> int:
         return planes * rows_of(band) * (ow.size if compact else wp) * 4
 
-    band = _band(oh.size, ow.size, size, nt * batch * _product(outer))
+    band = _band(oh.size, ow.size, size, nt * batch * Axis(tuple(outer)).size)
     if band is None:
         return None
     rows = rows_of(band)
@@ -198,20 +199,12 @@ def _band(height: int, width: int, size: Callable[[int], int], others: int) -> i
     return max(divisors) if divisors else best
 
 
-def _product(vs: list[Var]) -> int:
-    n = 1
-    for v in vs:
-        n *= v.size
-    return n
-
-
 def fill(w: _KernelWriter, slab: Slab, out: list[str], ind: str, plane: str, oh0: str) -> None:
     """C that builds `slab` (the buffer `slab`) for the band starting at output row
     `oh0`, planes [`plane`, `plane` + planes): the pad's rows from its source, fill on
     the borders, or the strided positions packed."""
-    src = w._pointer(slab.source)
-    step = slab.row_step // slab.width
     if slab.compact:
+        src = w._pointer(slab.source)
         h, wd = slab.height, slab.width
         out += [
             f"{ind}for (int64_t pl = 0; pl < {slab.planes}; pl++) {{",
@@ -226,24 +219,14 @@ def fill(w: _KernelWriter, slab: Slab, out: list[str], ind: str, plane: str, oh0
         return
     f = w.k.fold
     assert f is not None
-    g = w.g
-    (top, bottom), (left, right) = f.widths(g)
-    hp, wp = slab.height, slab.width
-    h, wd = hp - top - bottom, wp - left - right
-    fill_value = f"{f.fill(g)!r}f"
+    top = f.widths(w.g)[0][0]
+    step = slab.row_step // slab.width
     out += [
         f"{ind}for (int64_t pl = 0; pl < {slab.planes}; pl++) {{",
-        f"{ind}    const float *sp = {src} + ({plane} + pl) * {h * wd};",
         f"{ind}    for (int64_t q = 0; q < {slab.rows}; q++) {{",
-        f"{ind}        float *srow = slab + (pl * {slab.rows} + q) * {wp};",
+        f"{ind}        float *srow = slab + (pl * {slab.rows} + q) * {slab.width};",
         f"{ind}        const int64_t y = {oh0} * {step} + q - {top};",
-        f"{ind}        if (y < 0 || y >= {h}) {{",
-        f"{ind}            for (int64_t j = 0; j < {wp}; j++) srow[j] = {fill_value};",
-        f"{ind}        }} else {{",
-        f"{ind}            for (int64_t j = 0; j < {left}; j++) srow[j] = {fill_value};",
-        f"{ind}            memcpy(srow + {left}, sp + y * {wd}, {wd * 4});",
-        f"{ind}            for (int64_t j = {left + wd}; j < {wp}; j++) srow[j] = {fill_value};",
-        f"{ind}        }}",
+        *padded_row(w, ind + "        ", "srow", f"{plane} + pl", "y"),
         f"{ind}    }}",
         f"{ind}}}",
     ]

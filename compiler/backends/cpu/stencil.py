@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from luminal.compiler.backends.cpu.gemm import f32_contraction, k_offsets
 from luminal.compiler.backends.cpu.gemm_layout import Axis
+from luminal.compiler.backends.cpu.padrows import padded_row
 from luminal.compiler.backends.cpu.simd import HALF, Isa
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.contraction import ContractionPlan
@@ -186,12 +187,8 @@ def _padded_rows(
     buffer."""
     f = w.k.fold
     assert f is not None
-    g = w.g
-    hp, wp = g.nodes[f.pad].shape[-2:]
-    (top, bottom), (left, right) = f.widths(g)
-    h, wd = hp - top - bottom, wp - left - right
-    fill = f"{f.fill(g)!r}f"
-    src = w._pointer(f.source)
+    hp, wp = w.g.nodes[f.pad].shape[-2:]
+    top = f.widths(w.g)[0][0]
     out += [
         f"{ind}float tile[{tile_rows * wp}] __attribute__((aligned(64)));",
         f"{ind}const int64_t g0 = ({aoff}) / {wp}, x0 = ({aoff}) - g0 * {wp};",
@@ -199,13 +196,7 @@ def _padded_rows(
         f"{ind}for (int64_t r = 0; r < nrows; r++) {{",
         f"{ind}    const int64_t plane = (g0 + r) / {hp}, y = g0 + r - plane * {hp} - {top};",
         f"{ind}    float *trow = tile + r * {wp};",
-        f"{ind}    if (y < 0 || y >= {h}) {{",
-        f"{ind}        for (int64_t j = 0; j < {wp}; j++) trow[j] = {fill};",
-        f"{ind}    }} else {{",
-        f"{ind}        for (int64_t j = 0; j < {left}; j++) trow[j] = {fill};",
-        f"{ind}        memcpy(trow + {left}, {src} + plane * {h * wd} + y * {wd}, {wd * 4});",
-        f"{ind}        for (int64_t j = {left + wd}; j < {wp}; j++) trow[j] = {fill};",
-        f"{ind}    }}",
+        *padded_row(w, ind + "    ", "trow", "plane", "y"),
         f"{ind}}}",
     ]
 

@@ -97,19 +97,18 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             out.append(Variant(impl="blas"))
         if isa.name:
             out += [Variant(impl=i) for i in winograd.TILE if winograd.legal(sched, kernel, i)]
-        if gemm.unpad_legal(sched, kernel, features):
-            # the generated kernel building its padded input, in each tile of the kernel
-            # as planned (beyond the cap: the search measures the twins of the tiles it
-            # measures, `search.kernels`)
-            twins = [
-                dataclasses.replace(v, unpad=True) for v in (DEFAULT, *_tiles(kernel, features, 0))
-            ]
-        elif gemm.compact_legal(sched, kernel, features):
-            # a strided 1x1 convolution's input packed per band, likewise
-            twins = [
-                dataclasses.replace(v, compact=True)
-                for v in (DEFAULT, *_tiles(kernel, features, 0))
-            ]
+        # the generated kernel building its padded input, or packing a strided 1x1
+        # convolution's input, in each tile of the kernel as planned (beyond the cap:
+        # the search measures the twins of the tiles it measures, `search.kernels`)
+        way = (
+            {"unpad": True}
+            if gemm.unpad_legal(sched, kernel, features)
+            else {"compact": True}
+            if gemm.compact_legal(sched, kernel, features)
+            else None
+        )
+        if way is not None:
+            twins = [dataclasses.replace(v, **way) for v in (DEFAULT, *_tiles(kernel, features, 0))]
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
     capped = tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
