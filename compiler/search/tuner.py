@@ -104,10 +104,13 @@ class KernelBench(Protocol):
         should_stop: Callable[[], bool],
     ) -> list[Timing]: ...
 
-    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> KernelBench:
+    def extended(
+        self, candidates: Mapping[str, Sequence[Variant]], checked: bool = False
+    ) -> KernelBench:
         """A bench that can also measure `candidates`, on this one's inputs and reference
         values (the CPU compiles only the candidates; a bench that builds each candidate
-        when it measures it returns itself)."""
+        when it measures it returns itself).  `checked`: they are only run, in model runs
+        (`CallBench`), not measured: no reference values for them."""
         ...
 
 
@@ -126,6 +129,16 @@ class Tuner(Protocol):
     def bench(
         self, sched: Schedule, candidates: Mapping[str, Sequence[Variant]]
     ) -> KernelBench: ...
+
+
+@runtime_checkable
+class CallBench(Protocol):
+    """A `KernelBench` that can also run a model kernel by kernel (`search.incontext`)."""
+
+    def time_call(self, kernel: Kernel, index: int) -> float:
+        """One call of `kernel` in candidate `index` of this bench (-1: the model's own
+        code), timed, on the bench's buffers as the calls before it left them."""
+        ...
 
 
 def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:

@@ -6,6 +6,7 @@ beside the ordinary model (one compiler run, however many candidates), with entr
     lum_prefix(upto, ...)          run kernels 0..upto-1 in their default variant
     lum_call(k, v, ...)            run kernel k in candidate v (v < 0: the default)
     lum_time(k, v, reps, out, ...) time `reps` calls of it, one clock reading per call
+                                   (one call: a step of a model run, `time_call`)
 
 To measure kernel k, the model runs up to k on random inputs, so k reads the values it
 reads in production (timing a kernel on garbage can hit denormals or NaNs and lie).  Each
@@ -223,11 +224,18 @@ class TimingLibrary:
         self.expected = expected
         self._position = {k.name: n for n, k in enumerate(sched.kernels)}
 
-    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> TimingLibrary:
-        """A bench of `candidates` on this one's model, buffers and reference values."""
+    def extended(
+        self, candidates: Mapping[str, Sequence[Variant]], checked: bool = False
+    ) -> TimingLibrary:
+        """A bench of `candidates` on this one's model, buffers and reference values
+        (none computed for candidates `checked` already: only run, not measured)."""
         assert self._build is not None and self._options is not None
         by_name = {k.name: k for k in self.sched.kernels}
-        missing = [by_name[n].node for n in candidates if by_name[n].node not in self.expected]
+        missing = [
+            by_name[n].node
+            for n in candidates
+            if not checked and by_name[n].node not in self.expected
+        ]
         expected = dict(self.expected)
         if missing:
             specs = self.sched.graph.input_specs()
@@ -293,6 +301,28 @@ class TimingLibrary:
             rounds,
         )
         return [timed[v] for v in order]
+
+    def time_call(self, kernel: Kernel, index: int) -> float:
+        """One call of `kernel`'s candidate `index` (-1: the model's own code, in a bench
+        built with the model) on the buffers as they are, timed: a step of a model run
+        (`search.incontext`), so nothing is restored, shared or checked."""
+        if index < 0 and self._lib is not self._prefix:
+            raise ValueError("the model's own kernels are in the bench built with the model")
+        buf = (ctypes.c_double * 1)()
+        self._lib.lum_time(
+            self._position[kernel.name],
+            index,
+            1,
+            buf,
+            *self._args(),
+            None,
+            None,
+            ctypes.c_int64(0),
+            None,
+            ctypes.c_int64(0),
+            ctypes.c_int(0),
+        )
+        return buf[0]
 
     def _time(
         self,

@@ -175,7 +175,9 @@ class TritonBench:
         )
         return [timed[v] for v in order]
 
-    def extended(self, candidates: Mapping[str, Sequence[Variant]]) -> TritonBench:
+    def extended(
+        self, candidates: Mapping[str, Sequence[Variant]], checked: bool = False
+    ) -> TritonBench:
         return self  # each candidate's model is generated when it is measured
 
     def _load(self, kernel: Kernel, variant: Variant) -> TritonExecutable:
