@@ -382,6 +382,7 @@ def print_result(console: Console, r: CompileResult) -> None:
             f"search: {len(s.choices)} distinct kernels, {s.cache_hits} from the tuning database, "
             f"{s.measured} measured in {s.seconds:.1f}s; kernel time vs default "
             f"{'-' if speedup is None else f'{speedup:.2f}x'}; "
+            f"close calls timed in the model {s.in_model} ({s.changed_in_model} changed); "
             f"cost model rank agreement (Kendall tau) {agreement}",
             highlight=False,
         )

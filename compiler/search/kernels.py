@@ -17,6 +17,8 @@ backend's `Tuner` (search/tuner.py); this module only spends the budget.
       check each candidate against the reference interpreter, time it (median of
       repeats, early stop when clearly slower), store every timing in the database
     winner = fastest correct candidate; unmeasured groups keep the default
+    the groups whose runners-up came within a few percent: decided inside whole model
+      runs in the time left (`search.incontext`; the bench stops at 90% of it)
 
 Ctrl-C (KeyboardInterrupt) or an exhausted budget stops measuring; what was measured is
 kept (and already stored), so the compile still writes the best artifact found so far.
@@ -34,9 +36,17 @@ import numpy as np
 from luminal._version import __version__
 from luminal.compiler.schedule import Kernel, Schedule
 from luminal.compiler.schedule.variant import DEFAULT, Variant
+from luminal.compiler.search import incontext
 from luminal.compiler.search.structure import unique
 from luminal.compiler.search.tunedb import Measurement, TuningDB
-from luminal.compiler.search.tuner import KernelBench, Machine, Timing, Tuner, kendall_tau
+from luminal.compiler.search.tuner import (
+    CallBench,
+    KernelBench,
+    Machine,
+    Timing,
+    Tuner,
+    kendall_tau,
+)
 
 
 @dataclass(frozen=True)
@@ -48,12 +58,16 @@ class KernelChoice:
     instances: int  # kernels sharing this structure
     variant: Variant
     source: str  # "cache" | "measured" | "default" (one candidate, or not reached)
-    seconds: float | None  # winner's median
+    seconds: float | None  # the bench winner's median (the model runs may choose another)
     default_seconds: float | None
     candidates: int
     measured: int
     tau: float | None  # cost model vs timing rank agreement on this kernel
     model_pick: Variant | None = None  # the cost model's first choice, when measured
+    # the bench's close runners-up, its winner first (`incontext.finalists`), and their
+    # medians per kernel inside model runs when those decided (`incontext.measure`)
+    finalists: tuple[Variant, ...] = ()
+    in_model: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -70,6 +84,8 @@ class KernelChoice:
             "measured": self.measured,
             "tau": self.tau,
             "model_pick": None if self.model_pick is None else self.model_pick.label,
+            "finalists": [v.label for v in self.finalists],
+            "in_model_seconds": list(self.in_model) or None,
         }
 
 
@@ -89,6 +105,16 @@ class KernelSearchReport:
     @property
     def measured(self) -> int:
         return sum(c.source == "measured" for c in self.choices)
+
+    @property
+    def in_model(self) -> int:
+        """Groups whose close finalists were decided inside model runs."""
+        return sum(bool(c.in_model) for c in self.choices)
+
+    @property
+    def changed_in_model(self) -> int:
+        """Of those, the groups where the model runs overturned the bench's winner."""
+        return sum(bool(c.in_model) and c.variant != c.finalists[0] for c in self.choices)
 
     @property
     def mean_tau(self) -> float | None:
@@ -120,6 +146,8 @@ class KernelSearchReport:
             "interrupted": self.interrupted,
             "out_of_budget": self.out_of_budget,
             "seconds": self.seconds,
+            "in_model": self.in_model,
+            "changed_in_model": self.changed_in_model,
             "cost_model_tau": self.mean_tau,
             "cost_model_top1": self.top1_agreement,
             "estimated_speedup": self.estimated_speedup(),
@@ -135,6 +163,7 @@ class KernelSearchOptions:
     use_cache: bool = True
     measure: bool = True
     batch_candidates: int | None = None  # per kernel bench; None: the model's kernel count
+    in_context: bool = True  # close finalists decided in model runs (`search.incontext`)
 
 
 def search_kernels(
@@ -156,9 +185,15 @@ def search_kernels(
         if hit is not None and hit.variant in variants:
             assert db is not None
             base = db.timing(h, device, __version__, DEFAULT)
-            chosen[h] = _choice(
+            choice = _choice(
                 sched, h, kernels, hit.variant, "cache", hit.seconds, base, len(variants), 0, None
             )
+            stored = [
+                (m.variant, m.seconds)
+                for m in db.measurements(h, device, __version__)
+                if m.ok and m.variant in variants
+            ]
+            chosen[h] = dataclasses.replace(choice, finalists=incontext.finalists(stored))
         elif len(variants) == 1 or not options.measure:
             chosen[h] = _choice(
                 sched, h, kernels, DEFAULT, "default", None, None, len(variants), 0, None
@@ -168,6 +203,12 @@ def search_kernels(
 
     interrupted = out_of_budget = False
     machine: Machine | None = None
+    # the bench measures until `until`, leaving the rest for the model runs
+    reserve = min(incontext.MAX_SECONDS, incontext.RESERVE * (options.deadline - start))
+    until = options.deadline - (reserve if options.in_context else 0.0)
+    # each measured group's bench and the variants it holds (for the model runs)
+    compiled: dict[str, tuple[KernelBench, tuple[Variant, ...]]] = {}
+    survey: KernelBench | None = None
     if queued:
         try:
             machine = device_machine(db, tuner)
@@ -187,10 +228,10 @@ def search_kernels(
                 sched,
                 {ks[0].name: vs if whole else (DEFAULT,) for ks, vs, _ in ranked.values()},
             )
-            order = _by_measured_cost(ranked, survey, options.deadline, progress)
+            order = _by_measured_cost(ranked, survey, until, progress)
             done = 0
             for batch in [order] if whole else _batches(order, ranked, most):
-                if time.monotonic() >= options.deadline:
+                if time.monotonic() >= until:
                     out_of_budget = True
                     break
                 if progress and not whole:
@@ -202,7 +243,7 @@ def search_kernels(
                 )
                 for h in batch:
                     kernels, variants, est = ranked[h]
-                    if time.monotonic() >= options.deadline:
+                    if time.monotonic() >= until:
                         out_of_budget = True
                         break
                     if progress:
@@ -215,9 +256,10 @@ def search_kernels(
                         kernels[0],
                         variants,
                         rank,
-                        lambda: time.monotonic() >= options.deadline,
+                        lambda: time.monotonic() >= until,
                     )
                     chosen[h] = _from_timings(sched, h, kernels, variants, est, timings)
+                    compiled[h] = (lib, variants)
                     if db is not None:
                         k0 = kernels[0]
                         db.record(
@@ -238,6 +280,14 @@ def search_kernels(
                     break
             if progress:
                 progress("measured", len(order), len(order))
+        except KeyboardInterrupt:
+            interrupted = True
+    if options.in_context and not interrupted:
+        bench = survey if isinstance(survey, CallBench) else None
+        try:
+            _decide_in_model(
+                sched, bench, compiled, db, device, groups, chosen, options.deadline, progress
+            )
         except KeyboardInterrupt:
             interrupted = True
     for h, kernels in groups.items():
@@ -367,6 +417,7 @@ def _from_timings(
 ) -> KernelChoice:
     ok = [t for t in timings if t.ok and t.seconds != float("inf")]
     default = next((t.seconds for t in ok if t.variant == DEFAULT), None)
+    close = incontext.finalists([(t.variant, t.seconds) for t in ok if not t.stopped_early])
     full = [t for t in ok if not t.stopped_early]
     tau = kendall_tau([est[variants.index(t.variant)] for t in full], [t.seconds for t in full])
     if not ok:
@@ -387,7 +438,66 @@ def _from_timings(
         len(timings),
         tau,
     )
-    return dataclasses.replace(choice, model_pick=pick)
+    return dataclasses.replace(choice, model_pick=pick, finalists=close)
+
+
+def _decide_in_model(
+    sched: Schedule,
+    survey: KernelBench | None,
+    compiled: Mapping[str, tuple[KernelBench, tuple[Variant, ...]]],
+    db: TuningDB | None,
+    device: str,
+    groups: Mapping[str, list[Kernel]],
+    chosen: dict[str, KernelChoice],
+    deadline: float,
+    progress: Callable[[str, int, int], None] | None,
+) -> None:
+    """`chosen` with each group whose bench finalists were close decided by their times
+    inside model runs (`search.incontext`), or by the database's record of those.  The
+    runs call each candidate where the bench compiled it (`compiled`: a measured group's
+    bench and the variants it holds, for the group's first kernel only); the others run
+    the model's own code (`survey`, the bench built with the model; None: no runs, the
+    database alone decides)."""
+
+    def at(h: str, v: Variant) -> incontext.Compiled | None:
+        lib, variants = compiled.get(h, (None, ()))
+        if survey is None or v not in variants or not isinstance(lib, CallBench):
+            return None
+        return incontext.Compiled(lib, variants.index(v))
+
+    runs: dict[str, tuple[Variant, incontext.Compiled]] = {}
+    rest: dict[str, tuple[Variant]] = {}  # chosen, but compiled nowhere yet
+    close: list[incontext.Finalists] = []
+    for h, kernels in groups.items():
+        c = chosen.get(h)  # None: not reached, the default
+        variant = DEFAULT if c is None else c.variant
+        where = at(h, variant)
+        for n, k in enumerate(kernels):
+            if n == 0 and where is not None:
+                runs[k.name] = (variant, where)
+            elif survey is not None:  # in the model's own code, when it is the default
+                runs[k.name] = (DEFAULT, incontext.Compiled(survey, -1))
+                if variant != DEFAULT:
+                    rest[k.name] = (variant,)
+        if c is not None and len(c.finalists) >= 2 and c.finalists[0] == c.variant:
+            places = [at(h, v) for v in c.finalists]
+            ready = tuple(p for p in places if p is not None)
+            close.append(  # the group's first kernel: the one its bench compiled
+                incontext.Finalists(
+                    h, (kernels[0],), c.finalists, ready if len(ready) == len(places) else ()
+                )
+            )
+    decided, todo = incontext.from_database(db, device, close)
+    if todo and survey is not None and time.monotonic() < deadline:
+        if progress:
+            progress("building the model as chosen", 0, 1)
+        if rest:  # every kernel in its chosen variant, as the model will run
+            more = survey.extended(rest, checked=True)
+            if isinstance(more, CallBench):
+                runs.update({n: (v, incontext.Compiled(more, 0)) for n, (v,) in rest.items()})
+        decided.update(incontext.measure(sched, todo, runs, db, device, deadline, progress))
+    for h, d in decided.items():
+        chosen[h] = dataclasses.replace(chosen[h], variant=d.variant, in_model=d.seconds)
 
 
 def _choice(

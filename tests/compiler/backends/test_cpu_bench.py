@@ -253,3 +253,38 @@ def test_a_kernel_reading_a_pad_is_timed_with_the_pad_unless_it_reads_the_source
         lib._time(position, 0, 1, *restore, (0, 0), with_pad)
         assert np.isnan(padded).all() != with_pad
     np.testing.assert_array_equal(padded, want)
+
+
+def test_a_model_run_kernel_by_kernel_computes_the_model() -> None:
+    """`time_call` (`search.incontext`'s model runs): every kernel called in order, each
+    from the bench that compiled its variant (the depthwise convolution reading its pad's
+    source, so the pad's kernel does not run), leaves the model's outputs, as the
+    reference interpreter computes them, and a time for each kernel that ran."""
+    from luminal.compiler.backends.cpu import simd, stencil
+    from luminal.compiler.ir import interpreter
+    from luminal.compiler.search.incontext import Compiled, _Run
+    from tests.compiler.schedule.test_unpad import _block, _depthwise
+
+    sched = schedule(_block(c=16, h=24, w=24))
+    k = _depthwise(sched)
+    assert k.fold is not None
+    flags, features = toolchain.feature_flags(detect_cpu())
+    if not stencil.unpad_legal(sched, k, simd.isa_for(features)):
+        pytest.skip("no stencil on this machine")
+    tc = toolchain.find_toolchain()
+    cg = codegen.options_for(features, tc.openmp)
+    feeds = random_inputs(sched.graph.input_specs())
+    lib = bench.build(sched, cg, {k.name: (Variant(),)}, tc, flags, sched.weights_blob(), feeds)
+    unpad = Variant(impl=stencil.IMPL, unpad=True)
+    more = lib.extended({k.name: (unpad,)}, checked=True)
+    with pytest.raises(ValueError):
+        more.time_call(k, -1)  # no model code there
+    run = _Run(sched, {x.name: (Variant(), Compiled(lib, -1)) for x in sched.kernels})
+    want = interpreter.run(sched.graph, feeds)
+    for picks in ({}, {k.name: (unpad, Compiled(more, 0))}):
+        lib.outs[0][...] = np.nan
+        lib.arena[...] = 0xFF  # NaN everywhere: each value read must be written by this run
+        seconds = run(picks)
+        np.testing.assert_allclose(lib.outs[0], want["o"], rtol=1e-4, atol=1e-4)
+        assert (seconds[k.fold.kernel] == 0) == bool(picks)
+        assert all(s > 0 for name, s in seconds.items() if name != k.fold.kernel)
