@@ -9,19 +9,24 @@ tiles 9.2 and 9.4 ms alone and 18.2 and 13.0 ms in the model.  So after the benc
 kernel group whose runners-up came within `FINALIST_RATIO` of its winner is decided by
 timing those finalists where they run:
 
-    one timing library: the model as the bench chose it, plus every group's finalists
-    a warm-up run, then `ROUNDS_PER_FINALIST` x (most finalists) model runs; in run r,
+    a model run calls every kernel in turn, timed, from the library that compiled its
+      variant (`CallBench.time_call`): the bench's own libraries, and one more holding
+      the chosen variants no bench compiled (a group's other instances, the database's
+      winners); only a group's first kernel, the one its bench compiled, is varied
+    a warm-up run, then model runs, ROUNDS_PER_FINALIST to MAX_ROUNDS_PER_FINALIST per
+      finalist of the group with the most (as many as fit in TARGET_SECONDS); in run r,
       group g runs its finalist (r + g) mod (its finalists), so each finalist of each
       group runs equally often, beside neighbours in every state
-    each run times every kernel; a group's cost in a run is the sum over its kernels of
-      their seconds, plus their pad's kernel where the finalist reads the pad (one that
-      reads the pad's source, `Variant.unpad`, drops that kernel from the model)
+    a group's cost in a run: its kernel's seconds, plus its pad's kernel unless the
+      finalist reads the pad's source (`Variant.unpad`: then that kernel does not run,
+      as `schedule.unpad` drops it from the model)
     the winner: the finalist of least median cost, the bench's winner unless another
-      is faster by more than `MARGIN`
+      is faster by more than MARGIN
 
-Runs stop at the search's deadline and after `MAX_SECONDS`.  Every group's medians go to
-the tuning database under the device `<device>/in-model` (`IN_MODEL`), so a warm compile
-decides from them without running the model again.
+Runs stop at the search's deadline and after MAX_SECONDS (the bench leaves them RESERVE
+of its time).  Every group's medians go to the tuning database under the device
+`<device>/in-model` (IN_MODEL), so a warm compile decides from them without running the
+model again.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ TARGET_SECONDS = 2.0
 #: Model runs are given up when fewer than this many per finalist fit the time left.
 MIN_ROUNDS_PER_FINALIST = 3
 #: Seconds of model runs at most.
-MAX_SECONDS = 10.0
+MAX_SECONDS = 6.0
 #: The share of the search's time left for the model runs (at most MAX_SECONDS): the
 #: bench stops measuring there.
 RESERVE = 0.1
