@@ -79,6 +79,13 @@ def compile_cmd(
     top_k: Annotated[
         int, typer.Option(help="Candidates per kernel that get timed.", min=1, max=16)
     ] = 4,
+    model_runs: Annotated[
+        bool,
+        typer.Option(
+            help="Decide between a kernel's candidates that the bench timed within 15% of "
+            "each other by timing them inside whole model runs (docs/search.md).",
+        ),
+    ] = True,
     tuning_db: Annotated[
         Path | None,
         typer.Option(
@@ -193,6 +200,7 @@ def compile_cmd(
         tile_n=tile_n,
         budget_seconds=seconds,
         top_k=top_k,
+        model_runs=model_runs,
         tuning_db=str(tuning_db) if tuning_db else None,
         use_tuning_db=not fresh,
         precision=precision,

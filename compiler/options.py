@@ -27,6 +27,7 @@ class CompileOptions:
     openmp: bool = True
     budget_seconds: float | None = None
     top_k: int = 4  # candidates per kernel that get timed
+    model_runs: bool = True  # the bench's close calls decided in model runs (search/incontext.py)
     tuning_db: str | None = None  # path; None: $LUMINAL_TUNING_DB or $LUMINAL_HOME/tuning.db
     use_tuning_db: bool = True  # False: measure even what the database knows
     rewrite: bool = True  # e-graph rewrites when searching

@@ -181,6 +181,7 @@ def tune(job: Job) -> Job:
     search = KernelSearchOptions(
         deadline=job.deadline,
         top_k=o.top_k,
+        in_context=o.model_runs,
         use_cache=o.use_tuning_db,
         measure=(o.budget_seconds or 0) > 0,
     )

@@ -283,10 +283,9 @@ def search_kernels(
         except KeyboardInterrupt:
             interrupted = True
     if options.in_context and not interrupted:
-        bench = survey if isinstance(survey, CallBench) else None
         try:
             _decide_in_model(
-                sched, bench, compiled, db, device, groups, chosen, options.deadline, progress
+                sched, survey, compiled, db, device, groups, chosen, options.deadline, progress
             )
         except KeyboardInterrupt:
             interrupted = True
@@ -456,12 +455,14 @@ def _decide_in_model(
     inside model runs (`search.incontext`), or by the database's record of those.  The
     runs call each candidate where the bench compiled it (`compiled`: a measured group's
     bench and the variants it holds, for the group's first kernel only); the others run
-    the model's own code (`survey`, the bench built with the model; None: no runs, the
-    database alone decides)."""
+    the model's own code (`survey`, the bench built with the model).  No runs where there
+    is none or it cannot run a model kernel by kernel (`CallBench`): the database alone
+    decides."""
+    model = survey if isinstance(survey, CallBench) else None
 
     def at(h: str, v: Variant) -> incontext.Compiled | None:
         lib, variants = compiled.get(h, (None, ()))
-        if survey is None or v not in variants or not isinstance(lib, CallBench):
+        if model is None or v not in variants or not isinstance(lib, CallBench):
             return None
         return incontext.Compiled(lib, variants.index(v))
 
@@ -475,8 +476,8 @@ def _decide_in_model(
         for n, k in enumerate(kernels):
             if n == 0 and where is not None:
                 runs[k.name] = (variant, where)
-            elif survey is not None:  # in the model's own code, when it is the default
-                runs[k.name] = (DEFAULT, incontext.Compiled(survey, -1))
+            elif model is not None:  # in the model's own code, when it is the default
+                runs[k.name] = (DEFAULT, incontext.Compiled(model, -1))
                 if variant != DEFAULT:
                     rest[k.name] = (variant,)
         if c is not None and len(c.finalists) >= 2 and c.finalists[0] == c.variant:
@@ -488,7 +489,7 @@ def _decide_in_model(
                 )
             )
     decided, todo = incontext.from_database(db, device, close)
-    if todo and survey is not None and time.monotonic() < deadline:
+    if todo and survey is not None and model is not None and time.monotonic() < deadline:
         if progress:
             progress("building the model as chosen", 0, 1)
         if rest:  # every kernel in its chosen variant, as the model will run

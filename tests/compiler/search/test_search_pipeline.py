@@ -45,7 +45,22 @@ def test_search_measures_then_the_second_compile_hits_the_cache(tmp_path: Path) 
     assert warm.search.measured == 0
     assert warm.search.cache_hits == measured
     assert warm.seconds["tune kernels"] < cold.seconds["tune kernels"]
+    # the close calls the model runs decided are decided alike from the database
+    assert {c.hash: c.variant for c in warm.search.choices} == {
+        c.hash: c.variant for c in cold.search.choices
+    }
+    assert warm.search.in_model == cold.search.in_model
     _check(graph, warm.path)
+
+
+def test_without_model_runs_the_benchs_winners_stand(tmp_path: Path) -> None:
+    graph, r = _compile(tmp_path, 10.0, model_runs=False)
+    assert r.search is not None and r.search.measured >= 1
+    assert r.search.in_model == 0
+    assert all(not c.in_model for c in r.search.choices)
+    with TuningDB(tmp_path / "tune.db") as db:
+        assert not [m for m in db.measurements() if m.device.endswith("/in-model")]
+    _check(graph, r.path)
 
 
 def test_budget_zero_rewrites_and_only_reads_the_database(tmp_path: Path) -> None:
