@@ -220,24 +220,37 @@ def test_the_pool_reads_a_destination_before_each_timed_call(
     assert t.ok and t.seconds > 0
 
 
-def test_a_kernel_reading_a_pad_is_timed_with_the_pad_unless_it_reads_the_source() -> None:
-    """`Kernel.fold`: a variant reading the pad's source (`unpad`) drops the pad's kernel,
-    so what reads the pad is timed with the pad's kernel in the timed region, and both
-    check out against the reference (the source is alive when the kernel runs)."""
+def _padded_depthwise():  # type: ignore[no-untyped-def]
+    """Mobilenet's block (`test_unpad._block`), its depthwise convolution reading a pad,
+    and this machine's code generation options; skipped without the stencil kernel."""
     from luminal.compiler.backends.cpu import simd, stencil
     from tests.compiler.schedule.test_unpad import _block, _depthwise
 
     sched = schedule(_block(c=16, h=24, w=24))
     k = _depthwise(sched)
     assert k.fold is not None
-    flags, features = toolchain.feature_flags(detect_cpu())
+    _, features = toolchain.feature_flags(detect_cpu())
     if not stencil.unpad_legal(sched, k, simd.isa_for(features)):
         pytest.skip("no stencil on this machine")
-    variants = (Variant(impl=stencil.IMPL), Variant(impl=stencil.IMPL, unpad=True))
-    tc = toolchain.find_toolchain()
-    cg = codegen.options_for(features, tc.openmp)
+    return sched, k, codegen.options_for(features, toolchain.find_toolchain().openmp)
+
+
+def _build_with(sched, cg, candidates):  # type: ignore[no-untyped-def]
+    flags, _ = toolchain.feature_flags(detect_cpu())
     feeds = random_inputs(sched.graph.input_specs())
-    lib = bench.build(sched, cg, {k.name: variants}, tc, flags, sched.weights_blob(), feeds)
+    tc = toolchain.find_toolchain()
+    return bench.build(sched, cg, candidates, tc, flags, sched.weights_blob(), feeds)
+
+
+def test_a_kernel_reading_a_pad_is_timed_with_the_pad_unless_it_reads_the_source() -> None:
+    """`Kernel.fold`: a variant reading the pad's source (`unpad`) drops the pad's kernel,
+    so what reads the pad is timed with the pad's kernel in the timed region, and both
+    check out against the reference (the source is alive when the kernel runs)."""
+    from luminal.compiler.backends.cpu import stencil
+
+    sched, k, cg = _padded_depthwise()
+    variants = (Variant(impl=stencil.IMPL), Variant(impl=stencil.IMPL, unpad=True))
+    lib = _build_with(sched, cg, {k.name: variants})
     assert f"{k.name}__pad(" in bench.timing_source(sched, cg, {k.name: variants})
     timings = lib.measure(k, variants, [0, 1], rounds=Rounds(stop_ratio=1e9))
     assert all(t.ok and t.seconds > 0 for t in timings), timings
@@ -260,21 +273,14 @@ def test_a_model_run_kernel_by_kernel_computes_the_model() -> None:
     from the bench that compiled its variant (the depthwise convolution reading its pad's
     source, so the pad's kernel does not run), leaves the model's outputs, as the
     reference interpreter computes them, and a time for each kernel that ran."""
-    from luminal.compiler.backends.cpu import simd, stencil
+    from luminal.compiler.backends.cpu import stencil
     from luminal.compiler.ir import interpreter
     from luminal.compiler.search.incontext import Compiled, _Run
-    from tests.compiler.schedule.test_unpad import _block, _depthwise
 
-    sched = schedule(_block(c=16, h=24, w=24))
-    k = _depthwise(sched)
+    sched, k, cg = _padded_depthwise()
     assert k.fold is not None
-    flags, features = toolchain.feature_flags(detect_cpu())
-    if not stencil.unpad_legal(sched, k, simd.isa_for(features)):
-        pytest.skip("no stencil on this machine")
-    tc = toolchain.find_toolchain()
-    cg = codegen.options_for(features, tc.openmp)
-    feeds = random_inputs(sched.graph.input_specs())
-    lib = bench.build(sched, cg, {k.name: (Variant(),)}, tc, flags, sched.weights_blob(), feeds)
+    lib = _build_with(sched, cg, {k.name: (Variant(),)})
+    feeds = {s.name: a for s, a in zip(sched.graph.input_specs(), lib.feeds, strict=True)}
     unpad = Variant(impl=stencil.IMPL, unpad=True)
     more = lib.extended({k.name: (unpad,)}, checked=True)
     with pytest.raises(ValueError):

@@ -139,7 +139,6 @@ class Bench:
     the default is faster inside the model (`time_call`, index -1 or 0: the default)."""
 
     calls: list[tuple[str, int]] = field(default_factory=list)
-    extended_with: list[dict[str, tuple[Variant, ...]]] = field(default_factory=list)
 
     def measure(
         self,
@@ -162,7 +161,6 @@ class Bench:
         ]
 
     def extended(self, candidates: dict[str, tuple[Variant, ...]], checked: bool = False) -> Bench:
-        self.extended_with.append(dict(candidates))
         return self
 
     def time_call(self, kernel: Kernel, index: int) -> float:
