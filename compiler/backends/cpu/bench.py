@@ -157,6 +157,11 @@ int lum_share(const uint8_t *at, int64_t n) {
     return atomic_load(&lum_shared_by);
 }
 int lum_kernel_total(void) { return (int)(sizeof lum_counts / sizeof lum_counts[0]); }
+/* whether kernel k's candidate v (v < 0: the model's own code) is in this library */
+int lum_has(int k, int v) {
+    if (k < 0 || k >= lum_kernel_total()) return 0;
+    return v < 0 ? lum_defaults[k] != 0 : v < lum_counts[k];
+}
 #ifndef LUM_NO_MODEL
 int lum_prefix(int upto, uint8_t *arena, const uint8_t *weights, void *const *inputs, void *const *outputs) {
     int err = 0;
@@ -306,11 +311,12 @@ class TimingLibrary:
         """One call of `kernel`'s candidate `index` (-1: the model's own code, in a bench
         built with the model) on the buffers as they are, timed: a step of a model run
         (`search.incontext`), so nothing is restored, shared or checked."""
-        if index < 0 and self._lib is not self._prefix:
-            raise ValueError("the model's own kernels are in the bench built with the model")
+        k = self._position[kernel.name]
+        if not self._lib.lum_has(k, index):
+            raise ValueError(f"{kernel.name} has no candidate {index} in this bench")
         buf = (ctypes.c_double * 1)()
         self._lib.lum_time(
-            self._position[kernel.name],
+            k,
             index,
             1,
             buf,

@@ -283,8 +283,12 @@ def test_a_model_run_kernel_by_kernel_computes_the_model() -> None:
     feeds = {s.name: a for s, a in zip(sched.graph.input_specs(), lib.feeds, strict=True)}
     unpad = Variant(impl=stencil.IMPL, unpad=True)
     more = lib.extended({k.name: (unpad,)}, checked=True)
-    with pytest.raises(ValueError):
-        more.time_call(k, -1)  # no model code there
+    for where, index in ((more, -1), (more, 1), (lib, 1)):  # no model code there; too far
+        with pytest.raises(ValueError, match="no candidate"):
+            where.time_call(k, index)
+    first = next(x for x in sched.kernels if x.kind == "contraction")
+    with pytest.raises(ValueError, match="no candidate"):
+        more.time_call(first, 0)  # a kernel that bench did not compile
     run = _Run(sched, {x.name: (Variant(), Compiled(lib, -1)) for x in sched.kernels})
     want = interpreter.run(sched.graph, feeds)
     for picks in ({}, {k.name: (unpad, Compiled(more, 0))}):
