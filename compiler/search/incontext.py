@@ -77,10 +77,11 @@ class Compiled:
 @dataclass(frozen=True)
 class Finalists:
     """One kernel group's finalists, the bench's winner first, where each is compiled
-    (empty when not all are: decided only from the database), and the group's kernels."""
+    (empty when not all are: decided only from the database), and the kernel they run as
+    (the group's first: the one its bench compiled; the others run as chosen)."""
 
     hash: str
-    kernels: tuple[Kernel, ...]
+    kernel: Kernel
     variants: tuple[Variant, ...]
     at: tuple[Compiled, ...]
 
@@ -154,25 +155,21 @@ def measure(
             progress("timing finalists in the model", r, runs)
         picks = {g.hash: (r + n) % len(g.variants) for n, g in enumerate(todo)}
         seconds = run(
-            {
-                k.name: (g.variants[picks[g.hash]], g.at[picks[g.hash]])
-                for g in todo
-                for k in g.kernels
-            }
+            {g.kernel.name: (g.variants[picks[g.hash]], g.at[picks[g.hash]]) for g in todo}
         )
         for g in todo:
             i = picks[g.hash]
-            costs[g.hash][i].append(_cost(g.kernels, g.variants[i], seconds))
+            costs[g.hash][i].append(_cost(g.kernel, g.variants[i], seconds))
     if progress:
         progress("timed finalists in the model", runs, runs)
     rows: list[Measurement] = []
     for g in todo:
-        medians = tuple(statistics.median(c) / len(g.kernels) for c in costs[g.hash])
+        medians = tuple(statistics.median(c) for c in costs[g.hash])
         out[g.hash] = Decision(g.hash, _winner(g.variants, medians), medians, "measured")
-        k0 = g.kernels[0]
-        shape = "x".join(map(str, sched.graph.nodes[k0.node].shape)) or "scalar"
+        k = g.kernel
+        shape = "x".join(map(str, sched.graph.nodes[k.node].shape)) or "scalar"
         rows += [
-            Measurement(g.hash, device + IN_MODEL, __version__, v, s, None, True, k0.kind, shape)
+            Measurement(g.hash, device + IN_MODEL, __version__, v, s, None, True, k.kind, shape)
             for v, s in zip(g.variants, medians, strict=True)
         ]
     if db is not None:
@@ -206,15 +203,13 @@ class _Run:
         return seconds
 
 
-def _cost(kernels: Sequence[Kernel], variant: Variant, seconds: Mapping[str, float]) -> float:
-    """What the group's kernels cost in one run: their own seconds, plus their pad's kernel
-    unless the variant reads the pad's source instead (then that kernel did not run)."""
-    total = 0.0
-    for k in kernels:
-        total += seconds[k.name]
-        if k.fold is not None and not variant.unpad:
-            total += seconds[k.fold.kernel]
-    return total
+def _cost(kernel: Kernel, variant: Variant, seconds: Mapping[str, float]) -> float:
+    """What `kernel` costs in one run: its own seconds, plus its pad's kernel unless the
+    variant reads the pad's source instead (then that kernel did not run)."""
+    f = kernel.fold
+    return seconds[kernel.name] + (
+        seconds[f.kernel] if f is not None and not variant.unpad else 0.0
+    )
 
 
 def _winner(variants: Sequence[Variant], medians: Sequence[float]) -> Variant:

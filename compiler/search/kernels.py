@@ -416,8 +416,8 @@ def _from_timings(
 ) -> KernelChoice:
     ok = [t for t in timings if t.ok and t.seconds != float("inf")]
     default = next((t.seconds for t in ok if t.variant == DEFAULT), None)
-    close = incontext.finalists([(t.variant, t.seconds) for t in ok if not t.stopped_early])
     full = [t for t in ok if not t.stopped_early]
+    close = incontext.finalists([(t.variant, t.seconds) for t in full])
     tau = kendall_tau([est[variants.index(t.variant)] for t in full], [t.seconds for t in full])
     if not ok:
         return _choice(
@@ -485,7 +485,7 @@ def _decide_in_model(
             ready = tuple(p for p in places if p is not None)
             close.append(  # the group's first kernel: the one its bench compiled
                 incontext.Finalists(
-                    h, (kernels[0],), c.finalists, ready if len(ready) == len(places) else ()
+                    h, kernels[0], c.finalists, ready if len(ready) == len(places) else ()
                 )
             )
     decided, todo = incontext.from_database(db, device, close)

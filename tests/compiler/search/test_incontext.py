@@ -54,7 +54,7 @@ def _own(sched: Schedule, clock: ModelClock) -> dict[str, tuple[Variant, Compile
 
 
 def _group(k: Kernel, clock: ModelClock, *variants: Variant) -> Finalists:
-    return Finalists("g", (k,), variants, tuple(Compiled(clock, i) for i in range(len(variants))))
+    return Finalists("g", k, variants, tuple(Compiled(clock, i) for i in range(len(variants))))
 
 
 def test_finalists_are_the_close_correct_candidates_fastest_first() -> None:
