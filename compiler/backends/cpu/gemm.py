@@ -628,12 +628,40 @@ class _Gemm:
             out.append(ind + "        }")
             out.append(ind + "    }")
 
-        if src == "etile":
+        def gathered() -> None:  # a full tile by column: MR positions per vector store
+            VW = self.isa.width
+            out.append(ind + f"        for (int64_t ni = 0; ni < {self.NR}; ni++) {{")
+            out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
+            for c0 in range(0, self.MR, VW):
+                n = min(VW, self.MR - c0)
+                column = f"LUM_VGATHERN(etile + {c0 * self.NR} + ni, {self.NR}, {n})"
+                out.append(ind + f"            {{ const int64_t {last.name} = {last.name}0 + {c0};")
+                out.append(
+                    ind + f"              LUM_VSTOREN(&out[{out_off.c()}], {column}, {n}); }}"
+                )
+            out.append(ind + "        }")
+
+        if src == "etile" and self._gathers():
+            # a full tile's columns gathered from the tile, one vector store per column:
+            # GCC left the copy of a 12- or 14-position tile scalar, a third of a
+            # mobilenet 1x1 convolution's time outside the micro-kernel
+            out.append(ind + f"    if (mr == {self.MR} && nr == {self.NR}) {{")
+            gathered()
+            out.append(ind + "    } else {")
+            copy("nr", "mr")
+            out.append(ind + "    }")
+        elif src == "etile":
             # a full tile's copy in constant trip counts, which GCC unrolls and
             # vectorizes (a tile of 8 positions: 8 floats per channel); 3x3/2 stem -15%
             self._full_or_ragged(out, ind + "    ", copy)
         else:
             copy("nr", "mr")
+
+    def _gathers(self) -> bool:
+        """Whether a full channel-major tile is copied out by gathered columns: the ISA
+        stores part of a vector and the output is f32."""
+        node = self.w.g.nodes[self.w.k.node]
+        return bool(self.isa.storen) and node.dtype is DType.F32
 
     def _full_or_ragged(self, out: list[str], ind: str, emit: Callable[[str, str], None]) -> None:
         """`emit(columns, rows)` for a full tile, in constant trip counts (which GCC

@@ -31,6 +31,7 @@ class Isa:
     # LUM_VLOADEVENN(p, n): the first n of those lanes, the rest zero (two masked loads)
     loadeven: str = ""
     loadevenn: str = ""
+    storen: str = ""  # LUM_VSTOREN(p, v, n): the first n lanes of v to p[0..n), no more
 
     def macros(self, prefix: str = "V", vector: str = "lum_vf") -> str:
         """The `LUM_<prefix>*` macros over the vector type `vector` (`LUM_VLOAD`, ...;
@@ -50,6 +51,7 @@ class Isa:
             f"{m}LOADN(p, n) {self.loadn}\n{m}GATHERN(p, s, n) {self.gathern}\n"
             f"{m}LOADEVEN(p) {self.loadeven}\n"
             f"{m}LOADEVENN(p, n) {self.loadevenn}\n"
+            f"{m}STOREN(p, v, n) {self.storen}\n"
             if self.loadn
             else ""
         )
@@ -111,6 +113,7 @@ AVX512 = Isa(
     "_mm512_permutex2var_ps(_mm512_maskz_loadu_ps(" + _avx512_mask("2 * (n) - 1") + ", p), "
     "_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), "
     "_mm512_maskz_loadu_ps(" + _avx512_mask("2 * (n) - 17") + ", (p) + 16))",
+    "_mm512_mask_storeu_ps(p, " + _avx512_mask("n") + ", v)",
 )
 AVX2 = Isa(
     "avx2",
@@ -127,6 +130,7 @@ AVX2 = Isa(
     _AVX2_GATHERN,
     _avx2_even("_mm256_loadu_ps(p)", "7"),
     _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
+    "_mm256_maskstore_ps(p, " + _avx2_mask("n") + ", v)",
 )
 AVX = Isa(
     "avx",
