@@ -1,6 +1,7 @@
 """A convolution tile stored into a channel-major (NCHW) output goes through the epilogue
-tile and is copied out by channel; a full tile's copy has constant trip counts, which GCC
-unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
+tile and is copied out by channel; a full tile's copy gathers each channel's positions
+into one masked vector store where the ISA has them (AVX-512, AVX2), else it has constant
+trip counts, which GCC unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
 channels than a tile) keep the general copy.  An epilogue that reads a residual runs
 on the transposed tile instead.  Against ONNX Runtime."""
 
@@ -13,7 +14,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from luminal.compiler.backends.cpu import codegen, toolchain
+from luminal.compiler.backends.cpu import codegen, simd, toolchain
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.schedule import schedule
@@ -41,6 +42,7 @@ def test_full_and_ragged_channel_major_tiles_match_onnxruntime(
     if "etile" not in source:
         pytest.skip("this CPU's plan stores the convolution by rows")
     assert re.search(r"if \(mr == \d+ && nr == \d+\) \{", source)  # the full tile's copy
+    assert ("LUM_VSTOREN(&out[" in source) == bool(simd.isa_for(features).storen)
     got = compile_and_run(graph, {"in0": x}, tmp_path)["out0"]
     want = run_oracle("onnxruntime", path, {"in0": x})["out0"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
