@@ -628,27 +628,31 @@ class _Gemm:
             out.append(ind + "        }")
             out.append(ind + "    }")
 
-        def gathered() -> None:  # a full tile by column: MR positions per vector store
+        def gathered(nb: str, full: bool) -> None:  # by column: mr positions per store
             VW = self.isa.width
-            out.append(ind + f"        for (int64_t ni = 0; ni < {self.NR}; ni++) {{")
+            out.append(ind + f"        for (int64_t ni = 0; ni < {nb}; ni++) {{")
             out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
             for c0 in range(0, self.MR, VW):
-                n = min(VW, self.MR - c0)
+                n = str(min(VW, self.MR - c0)) if full else f"(mr - {c0} < {VW} ? mr - {c0} : {VW})"
                 column = f"LUM_VGATHERN(etile + {c0 * self.NR} + ni, {self.NR}, {n})"
-                out.append(ind + f"            {{ const int64_t {last.name} = {last.name}0 + {c0};")
+                guard = "" if full else f"if (mr > {c0}) "
+                out.append(
+                    ind + f"            {guard}{{ const int64_t {last.name} = {last.name}0 + {c0};"
+                )
                 out.append(
                     ind + f"              LUM_VSTOREN(&out[{out_off.c()}], {column}, {n}); }}"
                 )
             out.append(ind + "        }")
 
         if src == "etile" and self._gathers():
-            # a full tile's columns gathered from the tile, one vector store per column:
-            # GCC left the copy of a 12- or 14-position tile scalar, a third of a
-            # mobilenet 1x1 convolution's time outside the micro-kernel
+            # each column gathered from the tile, one vector store per column: GCC left
+            # the copy of a 12- or 14-position tile scalar, a third of a mobilenet 1x1
+            # convolution's time outside the micro-kernel; a ragged tile (16 or 24
+            # output channels in a 32-wide tile) the same way, its rows masked
             out.append(ind + f"    if (mr == {self.MR} && nr == {self.NR}) {{")
-            gathered()
+            gathered(str(self.NR), True)
             out.append(ind + "    } else {")
-            copy("nr", "mr")
+            gathered("nr", False)
             out.append(ind + "    }")
         elif src == "etile":
             # a full tile's copy in constant trip counts, which GCC unrolls and
@@ -658,7 +662,7 @@ class _Gemm:
             copy("nr", "mr")
 
     def _gathers(self) -> bool:
-        """Whether a full channel-major tile is copied out by gathered columns: the ISA
+        """Whether a channel-major tile is copied out by gathered columns: the ISA
         stores part of a vector and the output is f32."""
         node = self.w.g.nodes[self.w.k.node]
         return bool(self.isa.storen) and node.dtype is DType.F32
