@@ -130,7 +130,8 @@ AVX2 = Isa(
     _AVX2_GATHERN,
     _avx2_even("_mm256_loadu_ps(p)", "7"),
     _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
-    "_mm256_maskstore_ps(p, " + _avx2_mask("n") + ", v)",
+    # no `storen`: the gathered column copies it enables (`gemm._gathers`) were measured on
+    # AVX-512 only, and AVX2's gathers are slower (Zen 3: one per ~9 cycles)
 )
 AVX = Isa(
     "avx",

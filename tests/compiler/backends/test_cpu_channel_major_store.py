@@ -1,6 +1,6 @@
 """A convolution tile stored into a channel-major (NCHW) output goes through the epilogue
 tile and is copied out by channel; a full tile's copy gathers each channel's positions
-into one masked vector store where the ISA has them (AVX-512, AVX2), else it has constant
+into one masked vector store where the ISA has them (AVX-512), else it has constant
 trip counts, which GCC unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
 channels than a tile) keep the general copy.  An epilogue that reads a residual runs
 on the transposed tile instead.  Against ONNX Runtime."""
