@@ -628,14 +628,18 @@ class _Gemm:
             out.append(ind + "        }")
             out.append(ind + "    }")
 
-        def gathered(nb: str, full: bool) -> None:  # by column: mr positions per store
-            VW = self.isa.width
+        def gathered(nb: str, mb: str) -> None:  # by column: the rows in vector stores
+            VW, full = self.isa.width, mb.isdigit()
             out.append(ind + f"        for (int64_t ni = 0; ni < {nb}; ni++) {{")
             out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
             for c0 in range(0, self.MR, VW):
-                n = str(min(VW, self.MR - c0)) if full else f"(mr - {c0} < {VW} ? mr - {c0} : {VW})"
+                n = (
+                    str(min(VW, int(mb) - c0))
+                    if full
+                    else f"({mb} - {c0} < {VW} ? {mb} - {c0} : {VW})"
+                )
                 column = f"LUM_VGATHERN(etile + {c0 * self.NR} + ni, {self.NR}, {n})"
-                guard = "" if full else f"if (mr > {c0}) "
+                guard = "" if full else f"if ({mb} > {c0}) "
                 out.append(
                     ind + f"            {guard}{{ const int64_t {last.name} = {last.name}0 + {c0};"
                 )
@@ -649,11 +653,7 @@ class _Gemm:
             # the copy of a 12- or 14-position tile scalar, a third of a mobilenet 1x1
             # convolution's time outside the micro-kernel; a ragged tile (16 or 24
             # output channels in a 32-wide tile) the same way, its rows masked
-            out.append(ind + f"    if (mr == {self.MR} && nr == {self.NR}) {{")
-            gathered(str(self.NR), True)
-            out.append(ind + "    } else {")
-            gathered("nr", False)
-            out.append(ind + "    }")
+            self._full_or_ragged(out, ind + "    ", gathered)
         elif src == "etile":
             # a full tile's copy in constant trip counts, which GCC unrolls and
             # vectorizes (a tile of 8 positions: 8 floats per channel); 3x3/2 stem -15%

@@ -131,7 +131,7 @@ AVX2 = Isa(
     _avx2_even("_mm256_loadu_ps(p)", "7"),
     _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
     # no `storen`: the gathered column copies it enables (`gemm._gathers`) were measured on
-    # AVX-512 only, and AVX2's gathers are slower (Zen 3: one per ~9 cycles)
+    # AVX-512 only; AVX2's gathers are slower and untimed here
 )
 AVX = Isa(
     "avx",
