@@ -337,6 +337,19 @@ class _Gemm:
         m_tail = M % MR if slab is None else 0
         full_rows = f"mr == {MR} && " if slab is None else ""
         shapes = [(MR, self.NV, None, f"{full_rows}nr == {NR}")]
+        # A full tile whose rows are one stride apart in X (a matmul's rows, positions
+        # along one output row) reads them from one pointer at constant displacements:
+        # MR row pointers (14 in a 14 x 32 tile) did not fit the integer registers
+        # beside the loop's own, and GCC reloaded the spilled ones every k.
+        rs, uniform = self._row_stride(xbase)
+        if rs is not None and MR > 1:
+            if not uniform:
+                out.append(i3 + "int uni = 1;")
+                out.append(
+                    i3 + f"for (int64_t i = 1; i < {MR}; i++) uni &= xr[i] == xr[0] + i * {rs};"
+                )
+            strided = (MR, self.NV, None, shapes[0][3] + ("" if uniform else " && uni"))
+            shapes = [strided] + ([] if uniform else shapes)
         if nv_tail:
             shapes.append((MR, nv_tail, lanes, f"mr == {MR}" if slab is None else "1"))
         if m_tail:
@@ -350,7 +363,8 @@ class _Gemm:
                 i3 + f"const float *pfn = pk == 0 && pf && pfrow < {K} ? pf + pfrow * {ysk} : 0;"
             )
         for k, (rows, nv, last, cond) in enumerate(shapes):
-            fn = self._micro(rows, nv, xk, ysk if ahead else None, last)
+            step = rs if k == 0 and rs is not None and MR > 1 else None
+            fn = self._micro(rows, nv, xk, ysk if ahead else None, last, step)
             head = "if" if k == 0 else "else if"
             pfarg = ", pfn" if ahead else ""
             out.append(
@@ -372,6 +386,21 @@ class _Gemm:
             i2 = i2[:-4]
             out.append(i2 + "}")
         out.append("    }")
+
+    def _row_stride(self, xbase: Lin) -> tuple[int | None, bool]:
+        """The step between a full tile's consecutive rows in X, and whether every full
+        tile's rows are that step apart (else the call site checks, per tile: a tile
+        crossing an output row, or a band's short tile repeating its last position)."""
+        if self.slab is not None:
+            return (1 if self.slab.compact else self.slab.col_step), False
+        rows = self.lay.rows
+        if not rows.vars:
+            return None, False
+        uniform = rows.stride(xbase)
+        if uniform and all(isinstance(a, Var) for a, _ in xbase.terms):
+            return uniform, True
+        step = xbase.coeff(rows.vars[-1])
+        return (step or None), False
 
     def _item(self, out: list[str], ind: str) -> None:
         """Work item `t`'s batch index `bi`, column tile `nt` and row block `mb`, rows
@@ -468,7 +497,13 @@ class _Gemm:
         return name
 
     def _micro(
-        self, rows: int, nv: int, xk: str, pfs: int | None = None, lanes: int | None = None
+        self,
+        rows: int,
+        nv: int,
+        xk: str,
+        pfs: int | None = None,
+        lanes: int | None = None,
+        step: int | None = None,
     ) -> str:
         """A helper function: `rows` x `nv` vectors of accumulators (from zero, or from
         `init`) over k in [kfrom, kfrom + kn), stored to `tile`; with `pack`, every Y
@@ -476,9 +511,12 @@ class _Gemm:
         so that GCC allocates the accumulators to registers: inlined into the OpenMP
         body it spilled half of them (8 x 32 ran at 41 GFLOP/s instead of 95, 1 thread).
         With `lanes`, the last vector of Y loads only its first `lanes` lanes (masked, the
-        rest zero): a narrower last column tile read in place, never past its row."""
+        rest zero): a narrower last column tile read in place, never past its row.
+        With `step`, row i is read at `xr[0] + i * step`: one pointer, the rows at
+        constant displacements, whatever the tile's height."""
         VW, NR = self.isa.width, self.NR
         name = f"{self.w.name}_mk{rows}x{nv}" + (f"m{lanes}" if lanes else "")
+        name += f"s{step}" if step is not None else ""
         pf_arg = ", const float *pf" if pfs is not None else ""
         if name in self.made:
             return name
@@ -497,8 +535,11 @@ class _Gemm:
                 )
                 + ";"
             )
-        for i in range(rows):
-            lines.append(f"    const float *x{i} = xr[{i}];")
+        if step is None:
+            for i in range(rows):
+                lines.append(f"    const float *x{i} = xr[{i}];")
+        else:
+            lines.append("    const float *x0 = xr[0];")
         # Three loops: reading Y's source while copying it (the first row tile), reading
         # the source in place (a single row tile), reading the packed copy.  Reads of
         # the source are prefetched PREFETCH_ROWS rows ahead: its rows are a weight
@@ -543,7 +584,8 @@ class _Gemm:
                 fmas = " ".join(
                     f"{acc[i][j]} = LUM_VFMA(a{i}, b{j}, {acc[i][j]});" for j in range(nv)
                 )
-                lines.append(f"            const lum_vf a{i} = LUM_VBCAST(x{i}[o]); {fmas}")
+                at = f"x{i}[o]" if step is None else f"x0[o + {i * step}]"
+                lines.append(f"            const lum_vf a{i} = LUM_VBCAST({at}); {fmas}")
             lines.append("        }")
         lines.append("    }")
         for i in range(rows):
