@@ -85,7 +85,7 @@ class Job:
     output: Path
     options: CompileOptions
     target: Target
-    deadline: float  # time.monotonic() by which measuring stops
+    deadline: float  # time.monotonic() by which the search's kernels are built (the budget)
     progress: Progress | None
     graph: Graph
     sched: Schedule | None = None

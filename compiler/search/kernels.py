@@ -158,7 +158,7 @@ class KernelSearchReport:
 
 @dataclass(frozen=True)
 class KernelSearchOptions:
-    deadline: float  # time.monotonic() by which measuring stops
+    deadline: float  # time.monotonic() by which the chosen kernels are built: measuring stops a build before
     top_k: int = 4
     use_cache: bool = True
     measure: bool = True
@@ -205,7 +205,8 @@ def search_kernels(
     machine: Machine | None = None
     # the bench measures until `until`, leaving the rest for the model runs
     reserve = min(incontext.MAX_SECONDS, incontext.RESERVE * (options.deadline - start))
-    until = options.deadline - (reserve if options.in_context else 0.0)
+    end = options.deadline  # measuring ends here, model runs included
+    until = end - (reserve if options.in_context else 0.0)
     # each measured group's bench and the variants it holds (for the model runs)
     compiled: dict[str, tuple[KernelBench, tuple[Variant, ...]]] = {}
     survey: KernelBench | None = None
@@ -224,10 +225,16 @@ def search_kernels(
                 progress("building the kernel bench", 0, len(ranked))
             most = options.batch_candidates or max(BATCH_MIN, len(sched.kernels))
             whole = sum(len(vs) for _, vs, _ in ranked.values()) <= most  # one bench will do
+            building = time.monotonic()
             survey = tuner.bench(
                 sched,
                 {ks[0].name: vs if whole else (DEFAULT,) for ks, vs, _ in ranked.values()},
             )
+            # After the search the artifact's library is built, about as long as this
+            # bench of the model's kernels took: measuring leaves that time, so that a
+            # cold compile ends near its budget, not a build after it.
+            tail = time.monotonic() - building
+            end, until = end - tail, until - tail
             order = _by_measured_cost(ranked, survey, until, progress)
             done = 0
             for batch in [order] if whole else _batches(order, ranked, most):
@@ -284,9 +291,7 @@ def search_kernels(
             interrupted = True
     if options.in_context and not interrupted:
         try:
-            _decide_in_model(
-                sched, survey, compiled, db, device, groups, chosen, options.deadline, progress
-            )
+            _decide_in_model(sched, survey, compiled, db, device, groups, chosen, end, progress)
         except KeyboardInterrupt:
             interrupted = True
     for h, kernels in groups.items():
