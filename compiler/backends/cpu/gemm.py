@@ -670,32 +670,32 @@ class _Gemm:
             out.append(ind + "        }")
             out.append(ind + "    }")
 
-        def gathered(nb: str, mb: str) -> None:  # by column: the rows in vector stores
-            VW, full = self.isa.width, mb.isdigit()
-            out.append(ind + f"        for (int64_t ni = 0; ni < {nb}; ni++) {{")
-            out.append(ind + f"            const int64_t {lay.n.name} = n0 + ni;")
-            for c0 in range(0, self.MR, VW):
-                n = (
-                    str(min(VW, int(mb) - c0))
-                    if full
-                    else f"({mb} - {c0} < {VW} ? {mb} - {c0} : {VW})"
-                )
-                column = f"LUM_VGATHERN(etile + {c0 * self.NR} + ni, {self.NR}, {n})"
-                guard = "" if full else f"if ({mb} > {c0}) "
-                out.append(
-                    ind + f"            {guard}{{ const int64_t {last.name} = {last.name}0 + {c0};"
-                )
-                out.append(
-                    ind + f"              LUM_VSTOREN(&out[{out_off.c()}], {column}, {n}); }}"
-                )
+        def transposed(nb: str, mb: str) -> None:  # `width` channels at a time
+            VW, NR = self.isa.width, self.NR
+            out.append(ind + f"        for (int64_t cb = 0; cb < {nb}; cb += {VW}) {{")
+            out.append(ind + f"            lum_vf r[{VW}];")
+            out.append(ind + f"            for (int64_t mi = 0; mi < {VW}; mi++)")
+            out.append(
+                ind + f"                r[mi] = mi < {mb} ? LUM_VLOAD(etile + mi * {NR} + cb) "
+                ": LUM_VZERO();"
+            )
+            out.append(ind + "            LUM_VTRANSPOSE(r);")
+            out.append(ind + f"            for (int64_t j = 0; j < {VW} && cb + j < {nb}; j++) {{")
+            out.append(ind + f"                const int64_t {lay.n.name} = n0 + cb + j;")
+            out.append(ind + f"                const int64_t {last.name} = {last.name}0;")
+            out.append(ind + f"                LUM_VSTOREN(&out[{out_off.c()}], r[j], {mb});")
+            out.append(ind + "            }")
             out.append(ind + "        }")
 
-        if src == "etile" and self._gathers():
-            # each column gathered from the tile, one vector store per column: GCC left
-            # the copy of a 12- or 14-position tile scalar, a third of a mobilenet 1x1
-            # convolution's time outside the micro-kernel; a ragged tile (16 or 24
-            # output channels in a 32-wide tile) the same way, its rows masked
-            self._full_or_ragged(out, ind + "    ", gathered)
+        if src == "etile" and self._transposes():
+            # The tile transposed in registers, a block of width x width at a time, then
+            # a vector of positions per channel.  GCC left the copy of a 12- or 14-row
+            # tile scalar (a third of a mobilenet 1x1 convolution's time outside the
+            # micro-kernel); a gather per channel was then most of the store's time
+            # where K is short (the transpose against gathers, Zen 4: an RGB stem
+            # 1.26x, mobilenet's 14x14 96 -> 576 1.18-1.33x).  A ragged tile's missing
+            # rows are zeros, its missing channels are not stored.
+            self._full_or_ragged(out, ind + "    ", transposed)
         elif src == "etile":
             # a full tile's copy in constant trip counts, which GCC unrolls and
             # vectorizes (a tile of 8 positions: 8 floats per channel); 3x3/2 stem -15%
@@ -703,11 +703,13 @@ class _Gemm:
         else:
             copy("nr", "mr")
 
-    def _gathers(self) -> bool:
-        """Whether a channel-major tile is copied out by gathered columns: the ISA
-        stores part of a vector and the output is f32."""
+    def _transposes(self) -> bool:
+        """Whether a channel-major tile is copied out through an in-register transpose:
+        the ISA has one and stores part of a vector, the tile's positions fit one vector
+        (every tile of `tiles`), and the output is f32."""
         node = self.w.g.nodes[self.w.k.node]
-        return bool(self.isa.storen) and node.dtype is DType.F32
+        fits = self.MR <= self.isa.width
+        return bool(self.isa.transpose and self.isa.storen) and fits and node.dtype is DType.F32
 
     def _full_or_ragged(self, out: list[str], ind: str, emit: Callable[[str, str], None]) -> None:
         """`emit(columns, rows)` for a full tile, in constant trip counts (which GCC
@@ -735,8 +737,9 @@ class _Gemm:
         residual's loads and the output's stores are contiguous.  Run along the channels
         into a second tile and copied out by column, the epilogue gathered the residual
         one element per channel: a sixth of ResNet-50's 1x1 convolution time at 14x14.
-        (The transpose by gathered columns, as `_store_by_column` copies out, ran a
-        resnet50 14x14 256 -> 1024 convolution with its residual 5-7% slower.)"""
+        (Gathered columns ran a resnet50 14x14 256 -> 1024 convolution with its residual
+        5-7% slower than this loop; the in-register transpose `_store_by_column` copies
+        out with, 0.98-1.02x, Zen 4.)"""
         lay, MR, NR = self.lay, self.MR, self.NR
         out.append(ind + f"float ttile[{MR * NR}] __attribute__((aligned(64)));")
         out.append(ind + f"for (int64_t ni = 0; ni < {NR}; ni++)")

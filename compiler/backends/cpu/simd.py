@@ -32,6 +32,9 @@ class Isa:
     loadeven: str = ""
     loadevenn: str = ""
     storen: str = ""  # LUM_VSTOREN(p, v, n): the first n lanes of v to p[0..n), no more
+    # LUM_VTRANSPOSE(r): the width x width block in the vectors r[0..width) transposed in
+    # place (lane j of r[i] to lane i of r[j]), by shuffles
+    transpose: str = ""
 
     def macros(self, prefix: str = "V", vector: str = "lum_vf") -> str:
         """The `LUM_<prefix>*` macros over the vector type `vector` (`LUM_VLOAD`, ...;
@@ -40,20 +43,24 @@ class Isa:
             return ""
         m = f"#define LUM_{prefix}"
         return (
-            "#include <immintrin.h>\n"
-            f"typedef {self.vtype} {vector};\n"
-            f"{m}LOAD(p) {self.load}(p)\n"
-            f"{m}STORE(p, v) {self.store}(p, v)\n"
-            f"{m}BCAST(x) {self.bcast}(x)\n"
-            f"{m}ZERO() {self.zero}()\n"
-            f"{m}FMA(a, b, c) {self.fma}\n"
-        ) + (
-            f"{m}LOADN(p, n) {self.loadn}\n{m}GATHERN(p, s, n) {self.gathern}\n"
-            f"{m}LOADEVEN(p) {self.loadeven}\n"
-            f"{m}LOADEVENN(p, n) {self.loadevenn}\n"
-            f"{m}STOREN(p, v, n) {self.storen}\n"
-            if self.loadn
-            else ""
+            (
+                "#include <immintrin.h>\n"
+                f"typedef {self.vtype} {vector};\n"
+                f"{m}LOAD(p) {self.load}(p)\n"
+                f"{m}STORE(p, v) {self.store}(p, v)\n"
+                f"{m}BCAST(x) {self.bcast}(x)\n"
+                f"{m}ZERO() {self.zero}()\n"
+                f"{m}FMA(a, b, c) {self.fma}\n"
+            )
+            + (
+                f"{m}LOADN(p, n) {self.loadn}\n{m}GATHERN(p, s, n) {self.gathern}\n"
+                f"{m}LOADEVEN(p) {self.loadeven}\n"
+                f"{m}LOADEVENN(p, n) {self.loadevenn}\n"
+                f"{m}STOREN(p, v, n) {self.storen}\n"
+                if self.loadn
+                else ""
+            )
+            + (self.transpose.replace("LUM_V", f"LUM_{prefix}") if self.transpose else "")
         )
 
 
@@ -92,6 +99,38 @@ def _avx2_even(first: str, second_count: str) -> str:
     )
 
 
+#: A 16 x 16 transpose in four rounds of two-source shuffles (64 in all): 32-bit pairs,
+#: 64-bit pairs, then 128-bit lanes twice.  Round two leaves, for rows 4g..4g+3, one
+#: vector per c whose 128-bit lane L holds column 4L + c; rounds three and four gather
+#: lane L of the four row groups into column 4L + c.
+_AVX512_TRANSPOSE = r"""static inline void LUM_VTRANSPOSE(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    __m512 u[16];  /* u[4 * g + c]: rows 4g..4g+3, column 4L + c in lane L */
+    for (int g = 0; g < 4; g++) {
+        const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 lo01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+        const __m512 hi01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee);
+        const __m512 lo23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512 hi23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+        r[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
+        r[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
+    }
+}
+"""
+
 AVX512 = Isa(
     "avx512",
     16,
@@ -114,6 +153,7 @@ AVX512 = Isa(
     "_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), "
     "_mm512_maskz_loadu_ps(" + _avx512_mask("2 * (n) - 17") + ", (p) + 16))",
     "_mm512_mask_storeu_ps(p, " + _avx512_mask("n") + ", v)",
+    _AVX512_TRANSPOSE,
 )
 AVX2 = Isa(
     "avx2",
@@ -130,8 +170,8 @@ AVX2 = Isa(
     _AVX2_GATHERN,
     _avx2_even("_mm256_loadu_ps(p)", "7"),
     _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
-    # no `storen`: the gathered column copies it enables (`gemm._gathers`) were measured on
-    # AVX-512 only; AVX2's gathers are slower and untimed here
+    # no `storen` nor `transpose`: the channel-major copies they enable
+    # (`gemm._transposes`, an 8 x 8 block here) were measured on AVX-512 only
 )
 AVX = Isa(
     "avx",

@@ -1,7 +1,8 @@
 """A convolution tile stored into a channel-major (NCHW) output goes through the epilogue
 tile and is copied out by channel; a full tile's copy gathers each channel's positions
-into one masked vector store where the ISA has them (AVX-512), else it has constant
-trip counts, which GCC unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
+into one masked vector store where the ISA has them (AVX-512; a full tile through an
+in-register transpose, `LUM_VTRANSPOSE`), else it has constant trip counts, which GCC
+unrolls and vectorizes (`gemm._store`).  Ragged tiles (the last positions, fewer output
 channels than a tile) keep the general copy.  An epilogue that reads a residual runs
 on the transposed tile instead.  Against ONNX Runtime."""
 
@@ -14,7 +15,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from luminal.compiler.backends.cpu import codegen, simd, toolchain
+from luminal.compiler.backends.cpu import codegen, native, simd, toolchain
 from luminal.compiler.frontend.onnx import load
 from luminal.compiler.hardware import detect_cpu
 from luminal.compiler.schedule import schedule
@@ -42,7 +43,9 @@ def test_full_and_ragged_channel_major_tiles_match_onnxruntime(
     if "etile" not in source:
         pytest.skip("this CPU's plan stores the convolution by rows")
     assert re.search(r"if \(mr == \d+ && nr == \d+\) \{", source)  # the full tile's copy
-    assert ("LUM_VSTOREN(&out[" in source) == bool(simd.isa_for(features).storen)
+    isa = simd.isa_for(features)
+    assert ("LUM_VSTOREN(&out[" in source) == bool(isa.storen)
+    assert ("LUM_VTRANSPOSE(r);" in source) == bool(isa.transpose)  # full tiles
     got = compile_and_run(graph, {"in0": x}, tmp_path)["out0"]
     want = run_oracle("onnxruntime", path, {"in0": x})["out0"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -77,3 +80,29 @@ def test_residual_epilogue_runs_transposed_and_matches_onnxruntime(
     got = compile_and_run(graph, feeds, tmp_path)["y"]
     want = run_oracle("onnxruntime", path, feeds)["y"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(
+    "avx512f" not in toolchain.feature_flags(detect_cpu())[1], reason="no AVX-512 here"
+)
+def test_avx512_transpose_matches_numpy() -> None:
+    """`LUM_VTRANSPOSE` on a 16 x 16 block of distinct values: lane j of vector i ends in
+    lane i of vector j."""
+    import ctypes
+
+    flags, _ = toolchain.feature_flags(detect_cpu())
+    source = simd.AVX512.macros() + (
+        "void lum_test_transpose(float *a) {\n"
+        "    __m512 r[16];\n"
+        "    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(a + 16 * i);\n"
+        "    LUM_VTRANSPOSE(r);\n"
+        "    for (int i = 0; i < 16; i++) _mm512_storeu_ps(a + 16 * i, r[i]);\n"
+        "}\n"
+    )
+    lib = native.open_library(
+        toolchain.build_shared_library(source, toolchain.find_toolchain(), flags)
+    )
+    block = np.arange(256, dtype=np.float32).reshape(16, 16)
+    got = block.copy()
+    lib.lum_test_transpose(got.ctypes.data_as(ctypes.c_void_p))
+    np.testing.assert_array_equal(got, block.T)

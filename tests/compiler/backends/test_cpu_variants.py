@@ -100,8 +100,8 @@ def test_default_variant(suite) -> None:  # type: ignore[no-untyped-def]
     _, sched, feeds, want = suite
     source = _check(sched, feeds, want, codegen.options_for(FEATURES, True))
     assert "etile[" in source and "lum_clampf(" in source  # NCHW epilogues, by rows
-    if simd.isa_for(FEATURES).storen:  # a full channel-major tile: stored by gathered column
-        assert "LUM_VSTOREN(&out[" in source
+    if simd.isa_for(FEATURES).transpose:  # a channel-major tile: transposed, stored by column
+        assert "LUM_VTRANSPOSE(r);" in source and "LUM_VSTOREN(&out[" in source
 
 
 @pytest.mark.parametrize("tile", gemm.tiles(FEATURES), ids=lambda t: f"{t[0]}x{t[1]}")
