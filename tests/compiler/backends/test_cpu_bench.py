@@ -215,7 +215,9 @@ def test_the_pool_reads_a_destination_before_each_timed_call(
     if threads == "1":
         assert readers == [0] * 5
     elif len(os.sched_getaffinity(0)) > 1:
-        assert max(readers) == 1 and set(readers) <= {0, 1}  # a worker, never the caller
+        # a worker reads, never the caller (its part only waits); a caller descheduled
+        # on a loaded machine may leave both of the 2 parts to the worker
+        assert max(readers) >= 1 and set(readers) <= {0, 1, 2}
     (t,) = lib.measure(k, (Variant(),), [0])  # and the timed calls still check out
     assert t.ok and t.seconds > 0
 
