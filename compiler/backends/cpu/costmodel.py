@@ -138,8 +138,8 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 #endif
 typedef float lum_cal_v __attribute__((vector_size(LANES * 4)));
 double lum_fma_gflops(int64_t iters) {
-    lum_cal_v acc[12];
-    for (int r = 0; r < 12; r++) acc[r] = (lum_cal_v){0} + 0.0f;
+    lum_cal_v acc[12];  /* distinct starts: equal chains may be folded into one */
+    for (int r = 0; r < 12; r++) acc[r] = (lum_cal_v){0} + (float)r;
     const lum_cal_v a = (lum_cal_v){0} + 1.0000001f, b = (lum_cal_v){0} + 1e-7f;
     double t0 = now();
     for (int64_t i = 0; i < iters; i++)

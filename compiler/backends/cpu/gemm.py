@@ -336,7 +336,7 @@ class _Gemm:
         # tile computes MR rows (its missing rows repeat a position)
         m_tail = M % MR if slab is None else 0
         full_rows = f"mr == {MR} && " if slab is None else ""
-        shapes = [(MR, self.NV, None, f"{full_rows}nr == {NR}")]
+        shapes = [(MR, self.NV, None, f"{full_rows}nr == {NR}", None)]
         # A full tile whose rows are one stride apart in X (a matmul's rows, positions
         # along one output row) reads them from one pointer at constant displacements:
         # MR row pointers (14 in a 14 x 32 tile) did not fit the integer registers
@@ -348,22 +348,21 @@ class _Gemm:
                 out.append(
                     i3 + f"for (int64_t i = 1; i < {MR}; i++) uni &= xr[i] == xr[0] + i * {rs};"
                 )
-            strided = (MR, self.NV, None, shapes[0][3] + ("" if uniform else " && uni"))
+            strided = (MR, self.NV, None, shapes[0][3] + ("" if uniform else " && uni"), rs)
             shapes = [strided] + ([] if uniform else shapes)
         if nv_tail:
-            shapes.append((MR, nv_tail, lanes, f"mr == {MR}" if slab is None else "1"))
+            shapes.append((MR, nv_tail, lanes, f"mr == {MR}" if slab is None else "1", None))
         if m_tail:
-            shapes.append((m_tail, self.NV, None, f"nr == {NR}"))
+            shapes.append((m_tail, self.NV, None, f"nr == {NR}", None))
             if nv_tail:
-                shapes.append((m_tail, nv_tail, lanes, "1"))
+                shapes.append((m_tail, nv_tail, lanes, "1", None))
         init = "kb ? pt : 0" if blocked else "0"
         lines = -(-NR // 16)  # cache lines per row of Y
         if ahead:
             out.append(
                 i3 + f"const float *pfn = pk == 0 && pf && pfrow < {K} ? pf + pfrow * {ysk} : 0;"
             )
-        for k, (rows, nv, last, cond) in enumerate(shapes):
-            step = rs if k == 0 and rs is not None and MR > 1 else None
+        for k, (rows, nv, last, cond, step) in enumerate(shapes):
             fn = self._micro(rows, nv, xk, ysk if ahead else None, last, step)
             head = "if" if k == 0 else "else if"
             pfarg = ", pfn" if ahead else ""
