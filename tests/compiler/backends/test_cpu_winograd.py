@@ -33,10 +33,11 @@ def _conv_graph(
     stride: int = 1,
     dilation: int = 1,
     residual: bool = True,
+    batch: int = 1,
 ) -> Graph:
     rng = np.random.default_rng(cin * 1000 + h)
     b = GraphBuilder()
-    img = b.input("img", (1, cin, h, w), DType.F32)
+    img = b.input("img", (batch, cin, h, w), DType.F32)
     wt = b.const((rng.standard_normal((cout, cin, k, k)) * 0.2).astype(np.float32))
     bias = b.const((rng.standard_normal(cout) * 0.2).astype(np.float32))
     pad = dilation * (k // 2)
@@ -46,7 +47,7 @@ def _conv_graph(
             (h + 2 * pad - dilation * (k - 1) - 1) // stride + 1,
             (w + 2 * pad - dilation * (k - 1) - 1) // stride + 1,
         )
-        res = b.input("res", (1, cout, oh, ow), DType.F32)
+        res = b.input("res", (batch, cout, oh, ow), DType.F32)
         y = b.binary(Op.ADD, y, res)
     return b.build({"o": m.relu(b, y)})
 
@@ -93,6 +94,26 @@ def test_winograd_matches_reference(
     for _ in range(2):  # the second call reuses the transformed weights
         got = lib.run(feeds)
         np.testing.assert_allclose(got["o"], want["o"], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.skipif(not ISA.name, reason="no vector ISA")
+@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+@pytest.mark.parametrize("impl", list(winograd.TILE))
+def test_winograd_over_a_batch(parallel: bool, impl: str) -> None:
+    """A batch is a third output loop X moves along with no window loop: each image's
+    tiles are their own work items, and the residual is read at the same image."""
+    g = _conv_graph(9, 21, 10, 7, batch=3)
+    sched = schedule(g)
+    (name,) = _convs(sched)
+    kernel = sched.kernels[[k.name for k in sched.kernels].index(name)]
+    conv = winograd.match(sched, kernel, winograd.TILE[impl])
+    assert conv is not None and conv.batch is not None and conv.batch.size == 3
+    options = codegen.options_for(
+        FEATURES, True, variants={name: Variant(impl=impl, parallel=parallel)}
+    )
+    feeds = _feeds(g)
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("impl", list(winograd.TILE))
