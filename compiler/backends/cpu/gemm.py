@@ -46,6 +46,15 @@ if TYPE_CHECKING:
 #: block (K x NR copies against M x K x NR multiply-adds), so blocks stay >= 4 tiles.
 MIN_ITEMS = 16
 
+#: Work items below which the row blocks are chosen for an even split across threads
+#: (`BALANCED_THREADS`) rather than at `MIN_ITEMS`, down to blocks of 2 tiles: 960 -> 160
+#: channels at 7x7 (mobilenet_v2) is 5 column tiles of 49 rows, 3 items on one of two
+#: threads and 2 on the other, and as 10 items 112 -> 91 us on 2 threads.
+FEW_ITEMS = 8
+
+#: The thread counts an item count is balanced for (each weighs alike).
+BALANCED_THREADS = (2, 4)
+
 #: How many rows of Y ahead the micro-kernel prefetches while it reads Y in place:
 #: a row takes ~16 cycles of FMAs, so 16 rows cover ~80 ns of memory latency (8, 16, 24
 #: and 48 measured within 4% of each other; none at all was 20% slower on 3x3x512
@@ -55,6 +64,30 @@ PREFETCH_ROWS = 16
 #: Largest K x NR panel (floats) kept in thread-local memory without K blocking: 4 MiB,
 #: above any suite layer (a 3x3x512 convolution's is 4608 x 32).
 MAX_PANEL = 1 << 20
+
+
+def row_block(m: int, tiles: int, mr: int, others: int) -> int:
+    """Rows per block (a multiple of `mr`) for `m` rows in `tiles` row tiles, beside
+    `others` items (column tiles x batch): blocks of at least 4 tiles, as many as bring
+    the items to `MIN_ITEMS`; where that leaves fewer than `FEW_ITEMS` items, the blocks
+    (of at least 2 tiles) that split them most evenly over `BALANCED_THREADS`, the fewest
+    on a tie (each block packs the Y panel once more)."""
+
+    def rows(mb: int) -> int:
+        return -(-tiles // mb) * mr
+
+    def items(mb: int) -> int:
+        return others * -(-m // rows(mb))
+
+    def balance(mb: int) -> float:
+        n = items(mb)
+        return sum(n / (t * -(-n // t)) for t in BALANCED_THREADS)
+
+    want = max(1, -(-MIN_ITEMS // others))
+    mb = max(1, min(want, tiles // 4))
+    if items(mb) < FEW_ITEMS:
+        mb = max(range(mb, max(mb, min(want, tiles // 2)) + 1), key=lambda b: (balance(b), -b))
+    return rows(mb)
 
 
 def default_tile(features: tuple[str, ...]) -> tuple[int, int]:
@@ -177,9 +210,7 @@ class _Gemm:
         self.NR = max(vw, -(-nr // vw) * vw)
         self.NV = self.NR // vw
         self.NT = -(-self.N // self.NR)
-        want = max(1, -(-MIN_ITEMS // (self.B * self.NT)))
-        mb = max(1, min(want, tiles_m // 4))
-        self.MC = -(-tiles_m // mb) * self.MR  # rows per block, a multiple of MR
+        self.MC = row_block(self.M, tiles_m, self.MR, self.B * self.NT)  # rows per block
         self.MB = -(-self.M // self.MC)
         kc = w.v.kc
         if kc is None and self.K * self.NR > MAX_PANEL:
