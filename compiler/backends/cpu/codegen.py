@@ -53,6 +53,11 @@ PARALLEL_MIN_WORK = 1 << 16
 #: product reading it in tiles wants it in cache (convnext_tiny: 0.991x streamed).
 STREAM_MIN_BYTES = 2 << 20
 
+#: f32 outputs of at least this many bytes (a server L3: 32 MiB on Zen 3/4 dies) are
+#: streamed whoever reads them: no reader finds them cached anyway (mobilenet_v2@8's
+#: 38.5 MB expansion read by a depthwise convolution: the model 1.046x).
+STREAM_ANY_BYTES = 32 << 20
+
 #: Reductions of at most this many elements per output (pooling windows) are unrolled
 #: rather than vectorized along the reduction, so the loop over outputs vectorizes.
 SHORT_REDUCTION = 16
@@ -255,10 +260,13 @@ class _KernelWriter:
     @property
     def streams(self) -> bool:
         """Whether the output is written past the caches (`STREAM_MIN_BYTES`): when every
-        kernel reading it reads it once, in order (elementwise)."""
+        kernel reading it reads it once, in order (elementwise), or it is larger than a
+        last-level cache (`STREAM_ANY_BYTES`)."""
         node = self.g.nodes[self.k.node]
         if node.dtype is not DType.F32 or _numel(node.shape) * 4 < STREAM_MIN_BYTES:
             return False
+        if _numel(node.shape) * 4 >= STREAM_ANY_BYTES:
+            return True
         return all(k.kind == "elementwise" for k in self.s.kernels if self.k.node in k.reads)
 
     def _address(self, place: Place) -> str:
