@@ -49,7 +49,8 @@ MIN_ITEMS = 16
 #: Work items below which the row blocks are chosen for an even split across threads
 #: (`BALANCED_THREADS`) rather than at `MIN_ITEMS`, down to blocks of 2 tiles: 960 -> 160
 #: channels at 7x7 (mobilenet_v2) is 5 column tiles of 49 rows, 3 items on one of two
-#: threads and 2 on the other, and as 10 items 112 -> 91 us on 2 threads.
+#: threads and 2 on the other, and as 10 items 112 -> 91 us on 2 threads.  On one thread
+#: the extra blocks only cost (mobilenet_v2, efficientnet_b0: 2.7-2.8% slower models).
 FEW_ITEMS = 8
 
 #: The thread counts an item count is balanced for (each weighs alike).
