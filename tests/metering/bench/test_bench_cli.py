@@ -22,7 +22,11 @@ QUICK = (
     *("--duration", "0.3", "--max-duration", "1", "--min-runs", "20", "--min-blocks", "5"),
     *("--block-ms", "3"),
 )
-NOISE = {"latency.interval", "throughput.interval"}
+#: Checks the shared machine's noise may fail on this model, whose run takes microseconds:
+#: the intervals, and TEST04 (fresh against repeated inputs), where copying in a fresh
+#: input is itself a measurable share of the run (1.14x once in a clean-clone CI run; the
+#: audit's own verdicts are tested in test_validity.py, a caching model among them).
+NOISE = {"latency.interval", "throughput.interval", "test04"}
 
 
 WIDTH = 16
