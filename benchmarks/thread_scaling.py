@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.licensed import licensed
     from luminal.errors import LuminalError
+    from luminal.licensing.home import write_atomic
 
     results = []
     try:
@@ -207,9 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        part = args.json.with_name(args.json.name + ".part")
-        part.write_text(json.dumps(results, indent=2) + "\n")
-        part.replace(args.json)
+        write_atomic(args.json, (json.dumps(results, indent=2) + "\n").encode(), 0o644)
     return 0
 
 

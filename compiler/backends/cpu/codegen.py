@@ -263,11 +263,12 @@ class _KernelWriter:
         kernel reading it reads it once, in order (elementwise), or it is larger than a
         last-level cache (`STREAM_ANY_BYTES`)."""
         node = self.g.nodes[self.k.node]
-        if node.dtype is not DType.F32 or _numel(node.shape) * 4 < STREAM_MIN_BYTES:
+        size = _numel(node.shape) * 4
+        if node.dtype is not DType.F32 or size < STREAM_MIN_BYTES:
             return False
-        if _numel(node.shape) * 4 >= STREAM_ANY_BYTES:
-            return True
-        return all(k.kind == "elementwise" for k in self.s.kernels if self.k.node in k.reads)
+        return size >= STREAM_ANY_BYTES or all(
+            k.kind == "elementwise" for k in self.s.kernels if self.k.node in k.reads
+        )
 
     def _address(self, place: Place) -> str:
         if place.kind == "input":

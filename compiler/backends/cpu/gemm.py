@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 #: Work items to aim for when splitting rows into blocks: enough that 2-8 threads
 #: claiming them stay evenly busy.  Splitting rows costs one more pack of the Y panel per
-#: block (K x NR copies against M x K x NR multiply-adds), so blocks stay >= 4 tiles.
+#: block (K x NR copies against M x K x NR multiply-adds), so blocks stay >= 4 tiles
+#: (but see `FEW_ITEMS`).
 MIN_ITEMS = 16
 
 #: Work items below which the row blocks are chosen for an even split across threads
