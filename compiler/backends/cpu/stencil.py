@@ -26,14 +26,6 @@ vectors it spans (masked: never past the last element it uses) and keeps the eve
 (`LUM_VLOADEVEN`, `LUM_VLOADEVENN` for a tail): a gather of 16 lanes is 16 loads
 (mobilenet_v2's 96-channel 112 -> 56 depthwise convolution: 1.19 -> 0.53 ms with full
 vectors only, 0.54 -> 0.35 ms with a SiLU once tails load this way too).
-
-B may also have one output loop of its own if it is short (`StencilLayout.chan`, at most
-`MAX_CHANNELS`) and A and B share another (a grouped convolution's channels within a
-group, and its groups; a dense convolution's few channels stay the GEMM's and
-Winograd's).  A block of those
-channels then shares each vector load of A, one broadcast weight per channel:
-
-            over k: NV loads of A, then per channel one broadcast weight and NV FMAs
 """
 
 from __future__ import annotations
@@ -66,14 +58,6 @@ MAX_K = 256
 #: Narrowest output row worth a (masked) vector loop.
 MIN_ROW = 4
 
-#: Most output channels of B's own (`StencilLayout.chan`: a grouped convolution's
-#: channels per group) the kernel takes; wider, it is a matrix product (the GEMM's job).
-MAX_CHANNELS = 16
-
-#: Vector accumulators a channel block keeps with 32 vector registers (AVX-512), and with
-#: 16 (AVX2): the loads of A and one broadcast weight fit beside them.
-CHANNEL_ACCUMULATORS = {16: 16, 8: 8}
-
 #: The variants: full-width vectors, and the half-width ISA (`simd.HALF`) for rows
 #: shorter than one full vector (a 7x7 map's 7 columns: 7 of 16 AVX-512 lanes, 7 of 8 AVX2).
 IMPL = "stencil"
@@ -96,9 +80,6 @@ class StencilLayout:
     vec: Var  # the output's unit-stride loop
     outer: Axis  # every other output loop, flattened: the work items
     k: Axis  # the reduced loops, flattened
-    # An output loop B moves along and A does not (a grouped convolution's channels
-    # within a group): its channels share each load of A.
-    chan: Var | None = None
 
     @staticmethod
     def of(plan: ContractionPlan) -> StencilLayout | None:
@@ -109,17 +90,15 @@ class StencilLayout:
             return None
         for a, b in ((cl.x, cl.y), (cl.y, cl.x)):
             ao, bo = a[1], b[1]
-            own = [v for v in outs if bo.coeff(v) != 0 and ao.coeff(v) == 0]
-            shared = any(ao.coeff(v) != 0 and bo.coeff(v) != 0 for v in outs)
-            if len(own) > 1 or (own and (own[0].size > MAX_CHANNELS or not shared)):
-                continue  # B has rows of its own: a matrix product (a dense convolution)
+            if any(bo.coeff(v) != 0 and ao.coeff(v) == 0 for v in outs):
+                continue  # B has rows of its own: a matrix product
             vecs = [
                 v for v in outs if cl.out.coeff(v) == 1 and ao.coeff(v) > 0 and bo.coeff(v) == 0
             ]
             if vecs and vecs[0].size >= MIN_ROW:
                 vec = vecs[0]
                 outer = Axis(tuple(v for v in outs if v != vec))
-                return StencilLayout(a, b, vec, outer, k, own[0] if own else None)
+                return StencilLayout(a, b, vec, outer, k)
         return None
 
 
@@ -155,56 +134,15 @@ def unpad_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     assert lay is not None
     if lay.a[0] != kernel.fold.pad:
         return False
-    hp, width = sched.graph.nodes[kernel.fold.pad].shape[-2:]
-    if lay.chan is not None:  # the rows of each of its group's planes
-        planes = _planes(lay, hp, width)
-        return planes is not None and planes.floats(width) * 4 <= MAX_TILE
+    width = sched.graph.nodes[kernel.fold.pad].shape[-1]
     widths = {isa.width, HALF[isa.name].width if isa.name in HALF else isa.width}
     return max(_tile_rows(_span(lay, vw), width) for vw in widths) * width * 4 <= MAX_TILE
 
 
-@dataclass(frozen=True)
-class PlaneRows:
-    """What a grouped convolution's unpadding item builds: `rows` padded rows of each of
-    `count` planes (the group's input channels, `step` planes apart), the reduced loop
-    `loop` stepping from plane to plane."""
-
-    loop: Var
-    count: int
-    step: int
-    rows: int
-
-    def floats(self, width: int) -> int:
-        return self.count * self.rows * width
-
-    def rebased(self, ao: Lin, width: int) -> Lin:
-        """A's offset into the tile: one plane of the tile is `rows` rows."""
-        terms = tuple((v, self.rows * width if v == self.loop else c) for v, c in ao.terms)
-        return Lin(terms, ao.const)
-
-
-def _planes(lay: StencilLayout, hp: int, wp: int) -> PlaneRows | None:
-    """A channel layout's window as planes x rows of one plane: one reduced loop steps
-    whole planes of the pad, the rest (and the output row) stay within one plane."""
-    ao, plane = lay.a[1], hp * wp
-    loops = [v for v in lay.k.vars if ao.coeff(v) != 0 and ao.coeff(v) % plane == 0]
-    if len(loops) != 1:
-        return None
-    rest = Axis(tuple(v for v in lay.k.vars if v != loops[0]))
-    span = max(rest.offsets(ao), default=0) + (lay.vec.size - 1) * ao.coeff(lay.vec)
-    if span >= plane:
-        return None
-    return PlaneRows(loops[0], loops[0].size, ao.coeff(loops[0]) // plane, _tile_rows(span, wp))
-
-
 def _blocking(lay: StencilLayout, vw: int) -> tuple[int, Var | None, int]:
-    """Vectors per row block at `vw` lanes, the output loop blocked (if any) and the rows
-    per block: B's channels (`StencilLayout.chan`, the largest divisor of their count
-    within `CHANNEL_ACCUMULATORS`), else output rows (`_row_block`)."""
+    """Vectors per row block at `vw` lanes, the output row loop blocked (if any) and the
+    rows per block (`_row_block`)."""
     nv = min(BLOCK // vw, -(-lay.vec.size // vw))
-    if lay.chan is not None:
-        most, c = max(1, CHANNEL_ACCUMULATORS.get(vw, 8) // nv), lay.chan.size
-        return nv, lay.chan, max(d for d in range(1, min(most, c) + 1) if c % d == 0)
     row, rows = _row_block(lay, lay.b[1], nv)
     return nv, row, rows
 
@@ -263,27 +201,6 @@ def _padded_rows(
     ]
 
 
-def _plane_rows(w: _KernelWriter, out: list[str], ind: str, aoff: str, planes: PlaneRows) -> None:
-    """`tile`: for each plane of the group (from the one holding `aoff`, an offset into
-    the pad's buffer), the padded rows an item reads, built from the pad's source; `aoff`
-    at `tile + x0`, A's offsets re-based (`PlaneRows.rebased`)."""
-    f = w.k.fold
-    assert f is not None
-    hp, wp = w.g.nodes[f.pad].shape[-2:]
-    top = f.widths(w.g)[0][0]
-    rows = planes.rows
-    out += [
-        f"{ind}float tile[{planes.floats(wp)}] __attribute__((aligned(64)));",
-        f"{ind}const int64_t g0 = ({aoff}) / {wp}, x0 = ({aoff}) - g0 * {wp};",
-        f"{ind}const int64_t plane0 = g0 / {hp}, y0 = g0 - plane0 * {hp} - {top};",
-        f"{ind}for (int64_t pr = 0; pr < {planes.count * rows}; pr++) {{",
-        f"{ind}    const int64_t plane = plane0 + (pr / {rows}) * {planes.step}, y = y0 + pr % {rows};",
-        f"{ind}    float *trow = tile + pr * {wp};",
-        *padded_row(w, ind + "    ", "trow", "plane", "y"),
-        f"{ind}}}",
-    ]
-
-
 def write(
     w: _KernelWriter, out: list[str], isa: Isa, half: bool = False, unpad: bool = False
 ) -> None:
@@ -299,34 +216,25 @@ def write(
     (ab, ao), (bb, bo) = lay.a, lay.b
     pb = w._pointer(bb)
     V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
-    # R rows (output rows sharing each broadcast weight, or B's channels sharing each
-    # load of A) of NV vectors each
-    NV, row, R = _blocking(lay, VW)
+    NV, row, R = _blocking(lay, VW)  # vectors per row block; rows sharing each weight
     JB = NV * VW
     outer = lay.outer
-    if row is not None and R > 1:
+    if row is not None and R > 1:  # R rows share each broadcast weight
         rb = Var(f"{row.name}b", row.size // R)
         outer = Axis(tuple(rb if v == row else v for v in outer.vars))
         to_block = {row: Lin.of(rb) * R}
-        ao_block, bo_block = ao.substitute(to_block), bo.substitute(to_block)
-        out_block = p.loops.out.substitute(to_block)
+        ao_block, out_block = ao.substitute(to_block), p.loops.out.substitute(to_block)
     else:
-        ao_block, bo_block, out_block = ao, bo, p.loops.out
+        ao_block, out_block = ao, p.loops.out
     ra = ao.coeff(row) if row is not None else 0  # A's step from one row to the next
-    rb_step = bo.coeff(row) if row is not None else 0  # and B's (channels)
     abase = _without(ao_block, (*lay.k.vars, lay.vec))
-    bbase = _without(bo_block, lay.k.vars)
-    planes = None
-    if unpad and lay.chan is not None:  # each plane's rows: A's offsets into the tile
-        hp, wp = w.g.nodes[ab].shape[-2:]
-        planes = _planes(lay, hp, wp)
-        assert planes is not None, "unpad_legal"
-    ak = k_offsets(w, lay.k, planes.rebased(ao, wp) if planes else ao, "ak")
+    bbase = _without(bo, lay.k.vars)
+    ak = k_offsets(w, lay.k, ao, "ak")
     bk = k_offsets(w, lay.k, bo, "bk")
     work = outer.size * R * V * K
     blk = (rb if R > 1 else row) if row is not None else None  # the row blocks' loop
     G = 1
-    if unpad and blk is not None and planes is None:
+    if unpad and blk is not None:
         G = _groups(lay, VW, w.g.nodes[ab].shape[-1], blk.size, outer.size)
     if G > 1:  # an item takes G row blocks, building the rows they share once
         assert blk is not None
@@ -340,9 +248,7 @@ def write(
         out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
     i2 = "        "
     out.extend(f"{i2}const int64_t {v.name} = {e};" for v, e in outer.unflatten("t"))
-    if planes is not None:
-        _plane_rows(w, out, i2, abase.c(), planes)
-    elif unpad:
+    if unpad:
         wp = w.g.nodes[ab].shape[-1]
         first = abase.substitute({blk: Lin.of(grp) * G}) if G > 1 else abase
         span = _span(lay, VW, G)
@@ -371,22 +277,20 @@ def write(
                 for v in range(NV)
             )
         out.append(f"{i3}    for (int64_t k = 0; k < {K}; k++) {{")
+        out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
         out.append(f"{i3}        const float *ar = ab + {ak} + j0 * {sa};")
-        if lay.chan is None:  # one weight, R x NV loads
-            out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
-            for r in range(R):
-                for v in range(NV):
-                    at = _load(vm, f"ar + {r * ra + v * VW * sa}", sa, VW, full, v)
-                    out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {at}, {acc[r][v]});")
-        else:  # NV loads, R weights
-            out.append(f"{i3}        const float *br = bb + {bk};")
+        for r in range(R):
             for v in range(NV):
-                out.append(
-                    f"{i3}        const {vt} av{v} = {_load(vm, f'ar + {v * VW * sa}', sa, VW, full, v)};"
-                )
-            for r in range(R):
-                fmas = " ".join(f"{acc[r][v]} = {vm}FMA(s, av{v}, {acc[r][v]});" for v in range(NV))
-                out.append(f"{i3}        {{ const {vt} s = {vm}BCAST(br[{r * rb_step}]); {fmas} }}")
+                at = f"ar + {r * ra + v * VW * sa}"
+                if sa == 1:
+                    load = f"{vm}LOAD({at})" if full else f"{vm}LOADN({at}, n{v})"
+                elif sa == 2 and full:
+                    load = f"{vm}LOADEVEN({at})"
+                elif sa == 2:  # a tail block: masked loads of the elements it spans
+                    load = f"{vm}LOADEVENN({at}, n{v})"
+                else:
+                    load = f"{vm}GATHERN({at}, {sa}, {VW if full else f'n{v}'})"
+                out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {load}, {acc[r][v]});")
         out.append(f"{i3}    }}")
     out.append(i3 + "}")
     out.append(f"{i3}float acc[{R * JB}] __attribute__((aligned(64)));")
@@ -402,17 +306,6 @@ def write(
         out.append("        }")
     out.append("    }")
     del out_block
-
-
-def _load(vm: str, at: str, sa: int, vw: int, full: bool, v: int) -> str:
-    """Vector `v` of A's row from `at` at stride `sa`: whole, or its first `n{v}` lanes."""
-    if sa == 1:
-        return f"{vm}LOAD({at})" if full else f"{vm}LOADN({at}, n{v})"
-    if sa == 2 and full:
-        return f"{vm}LOADEVEN({at})"
-    if sa == 2:  # a tail block: masked loads of the elements it spans
-        return f"{vm}LOADEVENN({at}, n{v})"
-    return f"{vm}GATHERN({at}, {sa}, {vw if full else f'n{v}'})"
 
 
 def _store(
