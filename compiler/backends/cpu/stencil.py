@@ -26,6 +26,12 @@ vectors it spans (masked: never past the last element it uses) and keeps the eve
 (`LUM_VLOADEVEN`, `LUM_VLOADEVENN` for a tail): a gather of 16 lanes is 16 loads
 (mobilenet_v2's 96-channel 112 -> 56 depthwise convolution: 1.19 -> 0.53 ms with full
 vectors only, 0.54 -> 0.35 ms with a SiLU once tails load this way too).
+
+B may also have one output loop of its own if it is short (`StencilLayout.chan`, at most
+`MAX_CHANNELS`: a grouped convolution's channels within a group).  A block of those
+channels then shares each vector load of A, one broadcast weight per channel:
+
+            over k: NV loads of A, then per channel one broadcast weight and NV FMAs
 """
 
 from __future__ import annotations
@@ -58,6 +64,14 @@ MAX_K = 256
 #: Narrowest output row worth a (masked) vector loop.
 MIN_ROW = 4
 
+#: Most output channels of B's own (`StencilLayout.chan`: a grouped convolution's
+#: channels per group) the kernel takes; wider, it is a matrix product (the GEMM's job).
+MAX_CHANNELS = 16
+
+#: Vector accumulators a channel block keeps with 32 vector registers (AVX-512), and with
+#: 16 (AVX2): the loads of A and one broadcast weight fit beside them.
+CHANNEL_ACCUMULATORS = {16: 16, 8: 8}
+
 #: The variants: full-width vectors, and the half-width ISA (`simd.HALF`) for rows
 #: shorter than one full vector (a 7x7 map's 7 columns: 7 of 16 AVX-512 lanes, 7 of 8 AVX2).
 IMPL = "stencil"
@@ -80,6 +94,9 @@ class StencilLayout:
     vec: Var  # the output's unit-stride loop
     outer: Axis  # every other output loop, flattened: the work items
     k: Axis  # the reduced loops, flattened
+    # An output loop B moves along and A does not (a grouped convolution's channels
+    # within a group): its channels share each load of A.
+    chan: Var | None = None
 
     @staticmethod
     def of(plan: ContractionPlan) -> StencilLayout | None:
@@ -90,7 +107,8 @@ class StencilLayout:
             return None
         for a, b in ((cl.x, cl.y), (cl.y, cl.x)):
             ao, bo = a[1], b[1]
-            if any(bo.coeff(v) != 0 and ao.coeff(v) == 0 for v in outs):
+            own = [v for v in outs if bo.coeff(v) != 0 and ao.coeff(v) == 0]
+            if len(own) > 1 or (own and own[0].size > MAX_CHANNELS):
                 continue  # B has rows of its own: a matrix product
             vecs = [
                 v for v in outs if cl.out.coeff(v) == 1 and ao.coeff(v) > 0 and bo.coeff(v) == 0
@@ -98,7 +116,7 @@ class StencilLayout:
             if vecs and vecs[0].size >= MIN_ROW:
                 vec = vecs[0]
                 outer = Axis(tuple(v for v in outs if v != vec))
-                return StencilLayout(a, b, vec, outer, k)
+                return StencilLayout(a, b, vec, outer, k, own[0] if own else None)
         return None
 
 
@@ -132,17 +150,21 @@ def unpad_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     assert kernel.contraction is not None
     lay = StencilLayout.of(kernel.contraction)
     assert lay is not None
-    if lay.a[0] != kernel.fold.pad:
-        return False
+    if lay.a[0] != kernel.fold.pad or lay.chan is not None:
+        return False  # (a grouped convolution's window spans its group's padded planes)
     width = sched.graph.nodes[kernel.fold.pad].shape[-1]
     widths = {isa.width, HALF[isa.name].width if isa.name in HALF else isa.width}
     return max(_tile_rows(_span(lay, vw), width) for vw in widths) * width * 4 <= MAX_TILE
 
 
 def _blocking(lay: StencilLayout, vw: int) -> tuple[int, Var | None, int]:
-    """Vectors per row block at `vw` lanes, the output row loop blocked (if any) and the
-    rows per block (`_row_block`)."""
+    """Vectors per row block at `vw` lanes, the output loop blocked (if any) and the rows
+    per block: B's channels (`StencilLayout.chan`, the largest divisor of their count
+    within `CHANNEL_ACCUMULATORS`), else output rows (`_row_block`)."""
     nv = min(BLOCK // vw, -(-lay.vec.size // vw))
+    if lay.chan is not None:
+        most, c = max(1, CHANNEL_ACCUMULATORS.get(vw, 8) // nv), lay.chan.size
+        return nv, lay.chan, max(d for d in range(1, min(most, c) + 1) if c % d == 0)
     row, rows = _row_block(lay, lay.b[1], nv)
     return nv, row, rows
 
@@ -216,19 +238,23 @@ def write(
     (ab, ao), (bb, bo) = lay.a, lay.b
     pb = w._pointer(bb)
     V, K, sa, VW = lay.vec.size, lay.k.size, ao.coeff(lay.vec), isa.width
-    NV, row, R = _blocking(lay, VW)  # vectors per row block; rows sharing each weight
+    # R rows (output rows sharing each broadcast weight, or B's channels sharing each
+    # load of A) of NV vectors each
+    NV, row, R = _blocking(lay, VW)
     JB = NV * VW
     outer = lay.outer
-    if row is not None and R > 1:  # R rows share each broadcast weight
+    if row is not None and R > 1:
         rb = Var(f"{row.name}b", row.size // R)
         outer = Axis(tuple(rb if v == row else v for v in outer.vars))
         to_block = {row: Lin.of(rb) * R}
-        ao_block, out_block = ao.substitute(to_block), p.loops.out.substitute(to_block)
+        ao_block, bo_block = ao.substitute(to_block), bo.substitute(to_block)
+        out_block = p.loops.out.substitute(to_block)
     else:
-        ao_block, out_block = ao, p.loops.out
+        ao_block, bo_block, out_block = ao, bo, p.loops.out
     ra = ao.coeff(row) if row is not None else 0  # A's step from one row to the next
+    rb_step = bo.coeff(row) if row is not None else 0  # and B's (channels)
     abase = _without(ao_block, (*lay.k.vars, lay.vec))
-    bbase = _without(bo, lay.k.vars)
+    bbase = _without(bo_block, lay.k.vars)
     ak = k_offsets(w, lay.k, ao, "ak")
     bk = k_offsets(w, lay.k, bo, "bk")
     work = outer.size * R * V * K
@@ -277,20 +303,22 @@ def write(
                 for v in range(NV)
             )
         out.append(f"{i3}    for (int64_t k = 0; k < {K}; k++) {{")
-        out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
         out.append(f"{i3}        const float *ar = ab + {ak} + j0 * {sa};")
-        for r in range(R):
+        if lay.chan is None:  # one weight, R x NV loads
+            out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
+            for r in range(R):
+                for v in range(NV):
+                    at = _load(vm, f"ar + {r * ra + v * VW * sa}", sa, VW, full, v)
+                    out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {at}, {acc[r][v]});")
+        else:  # NV loads, R weights
+            out.append(f"{i3}        const float *br = bb + {bk};")
             for v in range(NV):
-                at = f"ar + {r * ra + v * VW * sa}"
-                if sa == 1:
-                    load = f"{vm}LOAD({at})" if full else f"{vm}LOADN({at}, n{v})"
-                elif sa == 2 and full:
-                    load = f"{vm}LOADEVEN({at})"
-                elif sa == 2:  # a tail block: masked loads of the elements it spans
-                    load = f"{vm}LOADEVENN({at}, n{v})"
-                else:
-                    load = f"{vm}GATHERN({at}, {sa}, {VW if full else f'n{v}'})"
-                out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {load}, {acc[r][v]});")
+                out.append(
+                    f"{i3}        const {vt} a{v} = {_load(vm, f'ar + {v * VW * sa}', sa, VW, full, v)};"
+                )
+            for r in range(R):
+                fmas = " ".join(f"{acc[r][v]} = {vm}FMA(s, a{v}, {acc[r][v]});" for v in range(NV))
+                out.append(f"{i3}        {{ const {vt} s = {vm}BCAST(br[{r * rb_step}]); {fmas} }}")
         out.append(f"{i3}    }}")
     out.append(i3 + "}")
     out.append(f"{i3}float acc[{R * JB}] __attribute__((aligned(64)));")
@@ -306,6 +334,17 @@ def write(
         out.append("        }")
     out.append("    }")
     del out_block
+
+
+def _load(vm: str, at: str, sa: int, vw: int, full: bool, v: int) -> str:
+    """Vector `v` of A's row from `at` at stride `sa`: whole, or its first `n{v}` lanes."""
+    if sa == 1:
+        return f"{vm}LOAD({at})" if full else f"{vm}LOADN({at}, n{v})"
+    if sa == 2 and full:
+        return f"{vm}LOADEVEN({at})"
+    if sa == 2:  # a tail block: masked loads of the elements it spans
+        return f"{vm}LOADEVENN({at}, n{v})"
+    return f"{vm}GATHERN({at}, {sa}, {vw if full else f'n{v}'})"
 
 
 def _store(

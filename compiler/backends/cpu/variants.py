@@ -45,7 +45,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     the register tiles that fit the vector registers (`gemm.tiles`) and
     the shape (no tile wider or taller than the matrix), K blocking when K is long,
     the integer kernel's tiles and the portable loop for an i32 contraction of i16
-    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise
+    operands (`igemm.legal`, the default there), the stencil kernel for a depthwise (or grouped)
     convolution's shape (`stencil.legal`; in half-width vectors too for rows shorter than
     one vector), OpenBLAS when the operands are strided matrices (`blas.legal`), the
     other parallel setting when the work is near the threshold, and each tile building a

@@ -2,8 +2,9 @@
 run natively, against the reference interpreter: stride 1 and 2, 3x3 to 7x7 windows,
 rows shorter than a vector, rows that leave a masked tail, full strided blocks, bias and ReLU epilogues, SiLU with a
 residual read along the row,
-threads on and off, on every vector ISA this machine has; `legal` only for the
-stencil shape (not a dense convolution or a matmul); and the variant that reads the pad's
+threads on and off, on every vector ISA this machine has; grouped convolutions whose
+channels per group share each load; `legal` only for the stencil shape (not a
+convolution with many channels per group, or a matmul); and the variant that reads the pad's
 source instead of the pad (`Variant.unpad`), the pad's kernel then dropped."""
 
 from __future__ import annotations
@@ -105,13 +106,53 @@ def test_stencil_matches_reference(
 
 
 @pytest.mark.parametrize("groups", [1, 2], ids=["dense", "grouped"])
-def test_not_legal_when_the_weights_have_rows(groups: int) -> None:
-    """A dense or grouped convolution has output channels only the weights move along:
-    a matrix product, not a stencil."""
-    sched = schedule(_conv_graph(4, 10, 10, groups=groups))
+def test_not_legal_when_the_weights_have_many_rows(groups: int) -> None:
+    """A dense or grouped convolution with more output channels per group than
+    `MAX_CHANNELS` (only the weights move along them) is a matrix product, not a
+    stencil."""
+    c = 2 * groups * stencil.MAX_CHANNELS
+    sched = schedule(_conv_graph(c, 10, 10, k=1, groups=groups))
     (kernel,) = _contractions(sched)
     assert not stencil.legal(sched, kernel, simd.AVX2)
     assert Variant(impl="stencil") not in candidates(sched, kernel, FEATURES)
+
+
+@pytest.mark.skipif(not ISAS, reason="no AVX2 or AVX-512")
+@pytest.mark.parametrize(
+    "c,groups,h,w,stride",
+    [
+        (16, 2, 14, 14, 1),  # regnet's 8 channels per group: one block of 8
+        (24, 2, 9, 37, 1),  # 12 per group: blocks of a divisor (6 or 2), a masked tail
+        (12, 4, 12, 56, 2),  # 3 per group, strided
+        (10, 2, 7, 7, 1),  # 5 per group, a row shorter than a vector
+        (4, 1, 10, 10, 1),  # a dense convolution of 4 channels
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+@pytest.mark.parametrize("isa", ISAS)
+def test_grouped_channels_share_each_load(
+    c: int, groups: int, h: int, w: int, stride: int, parallel: bool, isa: str
+) -> None:
+    """A grouped convolution's channels within a group (`StencilLayout.chan`): the
+    weights move along them and the activations do not, so a block of them shares each
+    vector load of the activations, one broadcast weight per channel."""
+    g = _conv_graph(c, h, w, stride=stride, groups=groups)
+    sched = schedule(g)
+    (kernel,) = _contractions(sched)
+    assert kernel.contraction is not None
+    lay = stencil.StencilLayout.of(kernel.contraction)
+    assert lay is not None and lay.chan is not None and lay.chan.size == c // groups
+    assert Variant(impl="stencil") in candidates(sched, kernel, FEATURES)
+    assert not stencil.unpad_legal(sched, kernel, simd.ISAS[isa])
+    variants = {kernel.name: Variant(impl="stencil", parallel=parallel)}
+    options = codegen.options_for(FEATURES, True, simd=isa, variants=variants)
+    source = codegen.generate(sched, options)
+    assert "const float *br = bb + " in source
+    rng = np.random.default_rng(2)
+    feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
+    got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
+    np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-4)
 
 
 def test_not_legal_without_masked_loads() -> None:
