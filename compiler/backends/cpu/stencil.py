@@ -28,7 +28,9 @@ vectors it spans (masked: never past the last element it uses) and keeps the eve
 vectors only, 0.54 -> 0.35 ms with a SiLU once tails load this way too).
 
 B may also have one output loop of its own if it is short (`StencilLayout.chan`, at most
-`MAX_CHANNELS`: a grouped convolution's channels within a group).  A block of those
+`MAX_CHANNELS`) and A and B share another (a grouped convolution's channels within a
+group, and its groups; a dense convolution's few channels stay the GEMM's and
+Winograd's).  A block of those
 channels then shares each vector load of A, one broadcast weight per channel:
 
             over k: NV loads of A, then per channel one broadcast weight and NV FMAs
@@ -108,8 +110,9 @@ class StencilLayout:
         for a, b in ((cl.x, cl.y), (cl.y, cl.x)):
             ao, bo = a[1], b[1]
             own = [v for v in outs if bo.coeff(v) != 0 and ao.coeff(v) == 0]
-            if len(own) > 1 or (own and own[0].size > MAX_CHANNELS):
-                continue  # B has rows of its own: a matrix product
+            shared = any(ao.coeff(v) != 0 and bo.coeff(v) != 0 for v in outs)
+            if len(own) > 1 or (own and (own[0].size > MAX_CHANNELS or not shared)):
+                continue  # B has rows of its own: a matrix product (a dense convolution)
             vecs = [
                 v for v in outs if cl.out.coeff(v) == 1 and ao.coeff(v) > 0 and bo.coeff(v) == 0
             ]
@@ -150,11 +153,48 @@ def unpad_legal(sched: Schedule, kernel: Kernel, isa: Isa) -> bool:
     assert kernel.contraction is not None
     lay = StencilLayout.of(kernel.contraction)
     assert lay is not None
-    if lay.a[0] != kernel.fold.pad or lay.chan is not None:
-        return False  # (a grouped convolution's window spans its group's padded planes)
-    width = sched.graph.nodes[kernel.fold.pad].shape[-1]
+    if lay.a[0] != kernel.fold.pad:
+        return False
+    hp, width = sched.graph.nodes[kernel.fold.pad].shape[-2:]
+    if lay.chan is not None:  # the rows of each of its group's planes
+        planes = _planes(lay, hp, width)
+        return planes is not None and planes.floats(width) * 4 <= MAX_TILE
     widths = {isa.width, HALF[isa.name].width if isa.name in HALF else isa.width}
     return max(_tile_rows(_span(lay, vw), width) for vw in widths) * width * 4 <= MAX_TILE
+
+
+@dataclass(frozen=True)
+class PlaneRows:
+    """What a grouped convolution's unpadding item builds: `rows` padded rows of each of
+    `count` planes (the group's input channels, `step` planes apart), the reduced loop
+    `loop` stepping from plane to plane."""
+
+    loop: Var
+    count: int
+    step: int
+    rows: int
+
+    def floats(self, width: int) -> int:
+        return self.count * self.rows * width
+
+    def rebased(self, ao: Lin, width: int) -> Lin:
+        """A's offset into the tile: one plane of the tile is `rows` rows."""
+        terms = tuple((v, self.rows * width if v == self.loop else c) for v, c in ao.terms)
+        return Lin(terms, ao.const)
+
+
+def _planes(lay: StencilLayout, hp: int, wp: int) -> PlaneRows | None:
+    """A channel layout's window as planes x rows of one plane: one reduced loop steps
+    whole planes of the pad, the rest (and the output row) stay within one plane."""
+    ao, plane = lay.a[1], hp * wp
+    loops = [v for v in lay.k.vars if ao.coeff(v) != 0 and ao.coeff(v) % plane == 0]
+    if len(loops) != 1:
+        return None
+    rest = Axis(tuple(v for v in lay.k.vars if v != loops[0]))
+    span = max(rest.offsets(ao), default=0) + (lay.vec.size - 1) * ao.coeff(lay.vec)
+    if span >= plane:
+        return None
+    return PlaneRows(loops[0], loops[0].size, ao.coeff(loops[0]) // plane, _tile_rows(span, wp))
 
 
 def _blocking(lay: StencilLayout, vw: int) -> tuple[int, Var | None, int]:
@@ -223,6 +263,27 @@ def _padded_rows(
     ]
 
 
+def _plane_rows(w: _KernelWriter, out: list[str], ind: str, aoff: str, planes: PlaneRows) -> None:
+    """`tile`: for each plane of the group (from the one holding `aoff`, an offset into
+    the pad's buffer), the padded rows an item reads, built from the pad's source; `aoff`
+    at `tile + x0`, A's offsets re-based (`PlaneRows.rebased`)."""
+    f = w.k.fold
+    assert f is not None
+    hp, wp = w.g.nodes[f.pad].shape[-2:]
+    top = f.widths(w.g)[0][0]
+    rows = planes.rows
+    out += [
+        f"{ind}float tile[{planes.floats(wp)}] __attribute__((aligned(64)));",
+        f"{ind}const int64_t g0 = ({aoff}) / {wp}, x0 = ({aoff}) - g0 * {wp};",
+        f"{ind}const int64_t plane0 = g0 / {hp}, y0 = g0 - plane0 * {hp} - {top};",
+        f"{ind}for (int64_t pr = 0; pr < {planes.count * rows}; pr++) {{",
+        f"{ind}    const int64_t plane = plane0 + (pr / {rows}) * {planes.step}, y = y0 + pr % {rows};",
+        f"{ind}    float *trow = tile + pr * {wp};",
+        *padded_row(w, ind + "    ", "trow", "plane", "y"),
+        f"{ind}}}",
+    ]
+
+
 def write(
     w: _KernelWriter, out: list[str], isa: Isa, half: bool = False, unpad: bool = False
 ) -> None:
@@ -255,12 +316,17 @@ def write(
     rb_step = bo.coeff(row) if row is not None else 0  # and B's (channels)
     abase = _without(ao_block, (*lay.k.vars, lay.vec))
     bbase = _without(bo_block, lay.k.vars)
-    ak = k_offsets(w, lay.k, ao, "ak")
+    planes = None
+    if unpad and lay.chan is not None:  # each plane's rows: A's offsets into the tile
+        hp, wp = w.g.nodes[ab].shape[-2:]
+        planes = _planes(lay, hp, wp)
+        assert planes is not None, "unpad_legal"
+    ak = k_offsets(w, lay.k, planes.rebased(ao, wp) if planes else ao, "ak")
     bk = k_offsets(w, lay.k, bo, "bk")
     work = outer.size * R * V * K
     blk = (rb if R > 1 else row) if row is not None else None  # the row blocks' loop
     G = 1
-    if unpad and blk is not None:
+    if unpad and blk is not None and planes is None:
         G = _groups(lay, VW, w.g.nodes[ab].shape[-1], blk.size, outer.size)
     if G > 1:  # an item takes G row blocks, building the rows they share once
         assert blk is not None
@@ -274,7 +340,9 @@ def write(
         out.append(f"    for (int64_t t = 0; t < {items}; t++) {{")
     i2 = "        "
     out.extend(f"{i2}const int64_t {v.name} = {e};" for v, e in outer.unflatten("t"))
-    if unpad:
+    if planes is not None:
+        _plane_rows(w, out, i2, abase.c(), planes)
+    elif unpad:
         wp = w.g.nodes[ab].shape[-1]
         first = abase.substitute({blk: Lin.of(grp) * G}) if G > 1 else abase
         span = _span(lay, VW, G)
@@ -314,10 +382,10 @@ def write(
             out.append(f"{i3}        const float *br = bb + {bk};")
             for v in range(NV):
                 out.append(
-                    f"{i3}        const {vt} a{v} = {_load(vm, f'ar + {v * VW * sa}', sa, VW, full, v)};"
+                    f"{i3}        const {vt} av{v} = {_load(vm, f'ar + {v * VW * sa}', sa, VW, full, v)};"
                 )
             for r in range(R):
-                fmas = " ".join(f"{acc[r][v]} = {vm}FMA(s, a{v}, {acc[r][v]});" for v in range(NV))
+                fmas = " ".join(f"{acc[r][v]} = {vm}FMA(s, av{v}, {acc[r][v]});" for v in range(NV))
                 out.append(f"{i3}        {{ const {vt} s = {vm}BCAST(br[{r * rb_step}]); {fmas} }}")
         out.append(f"{i3}    }}")
     out.append(i3 + "}")

@@ -105,13 +105,14 @@ def test_stencil_matches_reference(
     np.testing.assert_allclose(got["o"], reference.run(g, feeds)["o"], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("groups", [1, 2], ids=["dense", "grouped"])
-def test_not_legal_when_the_weights_have_many_rows(groups: int) -> None:
-    """A dense or grouped convolution with more output channels per group than
-    `MAX_CHANNELS` (only the weights move along them) is a matrix product, not a
-    stencil."""
-    c = 2 * groups * stencil.MAX_CHANNELS
-    sched = schedule(_conv_graph(c, 10, 10, k=1, groups=groups))
+@pytest.mark.parametrize(
+    "c,groups", [(4, 1), (4 * stencil.MAX_CHANNELS, 2)], ids=["dense", "grouped"]
+)
+def test_not_legal_when_the_weights_have_rows(c: int, groups: int) -> None:
+    """A dense convolution, even of few channels, or a grouped one with more output
+    channels per group than `MAX_CHANNELS` (only the weights move along them) is a
+    matrix product, not a stencil."""
+    sched = schedule(_conv_graph(c, 10, 10, groups=groups))
     (kernel,) = _contractions(sched)
     assert not stencil.legal(sched, kernel, simd.AVX2)
     assert Variant(impl="stencil") not in candidates(sched, kernel, FEATURES)
@@ -125,18 +126,20 @@ def test_not_legal_when_the_weights_have_many_rows(groups: int) -> None:
         (24, 2, 9, 37, 1),  # 12 per group: blocks of a divisor (6 or 2), a masked tail
         (12, 4, 12, 56, 2),  # 3 per group, strided
         (10, 2, 7, 7, 1),  # 5 per group, a row shorter than a vector
-        (4, 1, 10, 10, 1),  # a dense convolution of 4 channels
     ],
     ids=str,
 )
-@pytest.mark.parametrize("parallel", [True, False], ids=["par", "seq"])
+@pytest.mark.parametrize(
+    "parallel,unpadded", [(True, False), (False, False), (True, True)], ids=["par", "seq", "unpad"]
+)
 @pytest.mark.parametrize("isa", ISAS)
 def test_grouped_channels_share_each_load(
-    c: int, groups: int, h: int, w: int, stride: int, parallel: bool, isa: str
+    c: int, groups: int, h: int, w: int, stride: int, parallel: bool, unpadded: bool, isa: str
 ) -> None:
     """A grouped convolution's channels within a group (`StencilLayout.chan`): the
     weights move along them and the activations do not, so a block of them shares each
-    vector load of the activations, one broadcast weight per channel."""
+    vector load of the activations, one broadcast weight per channel.  Unpadded, each
+    item builds the rows it reads of each of its group's planes (`PlaneRows`)."""
     g = _conv_graph(c, h, w, stride=stride, groups=groups)
     sched = schedule(g)
     (kernel,) = _contractions(sched)
@@ -144,11 +147,15 @@ def test_grouped_channels_share_each_load(
     lay = stencil.StencilLayout.of(kernel.contraction)
     assert lay is not None and lay.chan is not None and lay.chan.size == c // groups
     assert Variant(impl="stencil") in candidates(sched, kernel, FEATURES)
-    assert not stencil.unpad_legal(sched, kernel, simd.ISAS[isa])
-    variants = {kernel.name: Variant(impl="stencil", parallel=parallel)}
-    options = codegen.options_for(FEATURES, True, simd=isa, variants=variants)
+    assert stencil.unpad_legal(sched, kernel, simd.ISAS[isa])
+    variant = Variant(impl="stencil", parallel=parallel, unpad=unpadded)
+    if unpadded:
+        sched, _ = unpad(sched, {kernel.name: variant})
+        assert [x.name for x in sched.kernels] == [kernel.name]  # the pad's kernel dropped
+    options = codegen.options_for(FEATURES, True, simd=isa, variants={kernel.name: variant})
     source = codegen.generate(sched, options)
     assert "const float *br = bb + " in source
+    assert ("float tile[" in source) == unpadded
     rng = np.random.default_rng(2)
     feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
     got = NativeLibrary.build(sched, options, FLAGS).run(feeds)
