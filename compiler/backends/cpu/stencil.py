@@ -28,10 +28,11 @@ vectors it spans (masked: never past the last element it uses) and keeps the eve
 vectors only, 0.54 -> 0.35 ms with a SiLU once tails load this way too).
 
 B may also have one output loop of its own if it is short (`StencilLayout.chan`, at most
-`MAX_CHANNELS`) and A and B share another (a grouped convolution's channels within a
-group, and its groups; a dense convolution's few channels stay the GEMM's and
-Winograd's).  A block of those
-channels then shares each vector load of A, one broadcast weight per channel:
+`MAX_CHANNELS`), A and B share another and A has output rows of its own besides the
+vector's: a grouped convolution's channels within a group, its groups and its output
+rows.  A dense convolution's few channels stay the GEMM's and Winograd's, and a batched
+matrix product (attention's few query rows: A has no rows of its own) the GEMM's.  A
+block of those channels shares each vector load of A, one broadcast weight per channel:
 
             over k: NV loads of A, then per channel one broadcast weight and NV FMAs
 """
@@ -116,10 +117,14 @@ class StencilLayout:
             vecs = [
                 v for v in outs if cl.out.coeff(v) == 1 and ao.coeff(v) > 0 and bo.coeff(v) == 0
             ]
-            if vecs and vecs[0].size >= MIN_ROW:
-                vec = vecs[0]
-                outer = Axis(tuple(v for v in outs if v != vec))
-                return StencilLayout(a, b, vec, outer, k, own[0] if own else None)
+            if not vecs or vecs[0].size < MIN_ROW:
+                continue
+            vec = vecs[0]
+            rows = [v for v in outs if v != vec and ao.coeff(v) != 0 and bo.coeff(v) == 0]
+            if own and not rows:
+                continue  # a batched matrix product (attention's), not a window's rows
+            outer = Axis(tuple(v for v in outs if v != vec))
+            return StencilLayout(a, b, vec, outer, k, own[0] if own else None)
         return None
 
 

@@ -4,7 +4,7 @@ rows shorter than a vector, rows that leave a masked tail, full strided blocks, 
 residual read along the row,
 threads on and off, on every vector ISA this machine has; grouped convolutions whose
 channels per group share each load; `legal` only for the stencil shape (not a
-convolution with many channels per group, or a matmul); and the variant that reads the pad's
+convolution with many channels per group, or a matmul, batched with few rows too); and the variant that reads the pad's
 source instead of the pad (`Variant.unpad`), the pad's kernel then dropped."""
 
 from __future__ import annotations
@@ -116,6 +116,23 @@ def test_not_legal_when_the_weights_have_rows(c: int, groups: int) -> None:
     (kernel,) = _contractions(sched)
     assert not stencil.legal(sched, kernel, simd.AVX2)
     assert Variant(impl="stencil") not in candidates(sched, kernel, FEATURES)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["pv", "qk"])
+def test_not_legal_for_a_batched_matmul_with_few_rows(transposed: bool) -> None:
+    """Attention's per-head products with 8 query rows: the weights-like operand owns
+    the rows (8, within `MAX_CHANNELS`) and shares the batch and head loops, like a
+    grouped convolution's weights, but the other operand has no rows of its own (no
+    window): a matrix product, the GEMM's."""
+    b = GraphBuilder()
+    q = b.input("q", (2, 2, 8, 16), DType.F32)
+    kv = b.input("kv", (2, 2, 32, 16) if transposed else (2, 2, 16, 32), DType.F32)
+    rhs = b.permute(kv, (0, 1, 3, 2)) if transposed else kv
+    sched = schedule(b.build({"o": C.matmul(b, q, rhs)}))
+    (kernel,) = _contractions(sched)
+    assert kernel.contraction is not None
+    assert stencil.StencilLayout.of(kernel.contraction) is None
+    assert not any(v.impl in stencil.IMPLS for v in candidates(sched, kernel, FEATURES))
 
 
 @pytest.mark.skipif(not ISAS, reason="no AVX2 or AVX-512")
