@@ -422,7 +422,10 @@ def _from_timings(
     ok = [t for t in timings if t.ok and t.seconds != float("inf")]
     default = next((t.seconds for t in ok if t.variant == DEFAULT), None)
     full = [t for t in ok if not t.stopped_early]
-    close = incontext.finalists([(t.variant, t.seconds) for t in full])
+    # every correct timing, stopped early too: a warm compile finds the finalists from the
+    # database's medians (which do not say which stopped) and must find the same ones to
+    # reuse their in-model decision
+    close = incontext.finalists([(t.variant, t.seconds) for t in ok])
     tau = kendall_tau([est[variants.index(t.variant)] for t in full], [t.seconds for t in full])
     if not ok:
         return _choice(

@@ -24,6 +24,7 @@ from tests.compiler.schedule.test_unpad import _block, _depthwise
 
 TILE = Variant(mr=4, nr=64)
 UNPAD = Variant(impl="stencil", unpad=True)
+LATE = Variant(mr=2, nr=32)
 STENCIL = Variant(impl="stencil")
 DEVICE = "test-device"
 
@@ -136,9 +137,12 @@ def test_nothing_runs_past_the_deadline_nor_for_a_single_finalist() -> None:
 @dataclass
 class Bench:
     """A kernel bench where TILE wins every kernel by 5% (within the finalists' ratio) and
-    the default is faster inside the model (`time_call`, index -1 or 0: the default)."""
+    the default is faster inside the model (`time_call`, index -1 or 0: the default).
+    With `late`, a third candidate (LATE) times within the ratio too but was stopped early
+    (after a round its median was more than the stop ratio above the best's)."""
 
     calls: list[tuple[str, int]] = field(default_factory=list)
+    late: bool = False
 
     def measure(
         self,
@@ -151,10 +155,10 @@ class Bench:
             Timing(
                 kernel.name,
                 variants[i],
-                0.95e-3 if variants[i] == TILE else 1e-3,
-                6,
+                {TILE: 0.95e-3, LATE: 1.05e-3}.get(variants[i], 1e-3),
+                2 if variants[i] == LATE else 6,
                 True,
-                False,
+                variants[i] == LATE,
                 0.0,
             )
             for i in order
@@ -165,7 +169,7 @@ class Bench:
 
     def time_call(self, kernel: Kernel, index: int) -> float:
         self.calls.append((kernel.name, index))
-        return 2e-3 if index == 1 else 1e-3  # index 1: TILE, as the search ranks them
+        return {1: 2e-3, 2: 3e-3}.get(index, 1e-3)  # TILE, LATE: as the search ranks them
 
 
 @dataclass
@@ -174,7 +178,9 @@ class Tuner:
     device_key: str = DEVICE
 
     def candidates(self, sched: Schedule, kernel: Kernel) -> tuple[Variant, ...]:
-        return (DEFAULT, TILE) if kernel.kind == "contraction" else (DEFAULT,)
+        if kernel.kind != "contraction":
+            return (DEFAULT,)
+        return (DEFAULT, TILE, LATE) if self.bench_.late else (DEFAULT, TILE)
 
     def calibrate(self) -> Machine:
         return Machine(peak_gflops=10.0, bandwidth_gbs=10.0, cores=1)
@@ -186,11 +192,17 @@ class Tuner:
         return self.bench_
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["", "stopped-early-finalist"])
 def test_the_search_decides_close_calls_in_the_model_then_from_the_database(
-    tmp_path: Path,
+    tmp_path: Path, late: bool
 ) -> None:
+    """Cold, the model runs decide each close call; warm, the database does, and the
+    choices agree.  A candidate the bench stopped early whose median is within the
+    finalists' ratio is a finalist cold as warm: the database keeps its median but not
+    that it stopped, and a warm compile missing one finalist's in-model time could not
+    reuse the decision (it would keep the bench's winner)."""
     sched, _ = _sched()
-    bench = Bench()
+    bench = Bench(late=late)
     assert isinstance(bench, CallBench)
     contractions = [
         h for h, ks in unique(sched, sched.kernels).items() if ks[0].kind == "contraction"
@@ -202,8 +214,8 @@ def test_the_search_decides_close_calls_in_the_model_then_from_the_database(
         by_hash = {c.hash: c for c in report.choices}
         for h in contractions:
             c = by_hash[h]
-            assert c.finalists == (TILE, DEFAULT)
-            assert c.variant == DEFAULT and len(c.in_model) == 2  # the model overturned it
+            assert c.finalists == ((TILE, DEFAULT, LATE) if late else (TILE, DEFAULT))
+            assert c.variant == DEFAULT and len(c.in_model) == len(c.finalists)  # overturned
         assert report.in_model == report.changed_in_model == len(contractions)
         assert bench.calls  # the model ran, kernel by kernel
         # a warm search: the bench's winners and the model's decisions from the database
@@ -215,6 +227,7 @@ def test_the_search_decides_close_calls_in_the_model_then_from_the_database(
         assert {c.hash: c.variant for c in again.choices} == {
             c.hash: c.variant for c in report.choices
         }
+        assert again.in_model == report.in_model
         # without the stage, the bench's winner stands
         off = search_kernels(
             sched,
