@@ -16,7 +16,9 @@ class Variant:
     parallel: bool | None = None  # None: parallel above the backend's work threshold
     orient: int = 0  # a contraction's orientation: 0 as planned, n its n-th alternative
     unpad: bool = False  # reads the source of the pad it reads (`Kernel.fold`), not the pad
-    compact: bool = False  # packs a strided operand's rows per band (a strided 1x1 convolution)
+    # packs a strided operand to unit stride: the GEMM its rows per band (a strided 1x1
+    # convolution), the unpadding stencil its stride-2 tile split by parity
+    compact: bool = False
 
     @property
     def label(self) -> str:

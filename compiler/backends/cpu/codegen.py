@@ -667,6 +667,7 @@ class _KernelWriter:
                 simd.ISAS[self.o.simd],
                 self.v.impl == stencil.HALF_IMPL,
                 self.v.unpad,
+                self.v.compact,
             )
             return
         if self.v.impl in winograd.TILE:

@@ -85,6 +85,7 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             ]
             out.append(Variant(impl="loop"))
         unpad = stencil.unpad_legal(sched, kernel, isa)  # its pad's rows built per item
+        split = stencil.compact_legal(sched, kernel, isa)  # and split by parity (stride 2)
         for impl, legal in (
             (stencil.IMPL, stencil.legal(sched, kernel, isa)),
             (stencil.HALF_IMPL, stencil.half_legal(sched, kernel, isa)),
@@ -93,6 +94,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
                 out.append(Variant(impl=impl))
                 if unpad:
                     out.append(Variant(impl=impl, unpad=True))
+                if split:
+                    out.append(Variant(impl=impl, unpad=True, compact=True))
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:

@@ -242,12 +242,15 @@ def test_half_width_is_offered_only_for_rows_shorter_than_a_vector() -> None:
     ids=str,
 )
 @pytest.mark.parametrize("impl", [stencil.IMPL, stencil.HALF_IMPL])
+@pytest.mark.parametrize("compact", [False, True], ids=["", "split"])
 def test_unpadding_stencil_reads_the_source_and_matches_reference(
-    c: int, h: int, w: int, k: int, stride: int, residual: bool, impl: str
+    c: int, h: int, w: int, k: int, stride: int, residual: bool, impl: str, compact: bool
 ) -> None:
     """`Variant(unpad=True)`: the stencil builds the padded rows each item reads from the
     pad's source (`Kernel.fold`); settled (`schedule.unpad`), the pad's kernel is gone and
-    the model still equals the reference, zeros at every border included."""
+    the model still equals the reference, zeros at every border included.  With
+    `compact` (stride 2 only, `stencil.compact_legal`), the tile is split into its even
+    and odd elements and every tap is a unit-stride load from one half."""
     g = _conv_graph(c, h, w, k=k, stride=stride, residual=residual)
     sched = schedule(g)
     (kernel,) = _contractions(sched)
@@ -255,9 +258,12 @@ def test_unpadding_stencil_reads_the_source_and_matches_reference(
     isa = simd.ISAS[ISAS[-1]]
     if impl == stencil.HALF_IMPL and not stencil.half_legal(sched, kernel, isa):
         pytest.skip("no half-width variant for this row")
-    variant = Variant(impl=impl, unpad=True, parallel=c >= 12)  # the tile is per item
+    assert stencil.compact_legal(sched, kernel, isa) == (stride == 2)
+    if compact and stride != 2:
+        pytest.skip("compact: stride 2 only")
+    variant = Variant(impl=impl, unpad=True, parallel=c >= 12, compact=compact)
     assert stencil.unpad_legal(sched, kernel, isa)
-    assert Variant(impl=impl, unpad=True) in candidates(sched, kernel, FEATURES)
+    assert Variant(impl=impl, unpad=True, compact=compact) in candidates(sched, kernel, FEATURES)
     settled, _ = unpad(sched, {kernel.name: variant})
     assert [x.name for x in settled.kernels] == [kernel.name]  # the pad's kernel dropped
     (folded,) = settled.kernels
@@ -265,6 +271,9 @@ def test_unpadding_stencil_reads_the_source_and_matches_reference(
     options = codegen.options_for(FEATURES, True, simd=isa.name, variants={kernel.name: variant})
     source = codegen.generate(settled, options)
     assert "float tile[" in source
+    assert ("float dt[" in source) == compact and ("LOADEVEN(ar" in source) == (
+        stride == 2 and not compact
+    )
     assert ("for (int64_t gi = 0;" in source) == (c >= 12)  # several row blocks an item
     rng = np.random.default_rng(3)
     feeds = {n: rng.standard_normal(g.nodes[i].shape).astype(np.float32) for n, i in g.inputs}
