@@ -359,9 +359,11 @@ def write(
         G = _groups(lay, VW, w.g.nodes[ab].shape[-1], blk.size, outer.size)
     # stride 2 from a tile: its even and odd elements split once (`_split_tile`), each
     # tap then one plain load where `LUM_VLOADEVEN` was two loads and a permute
-    split = unpad and compact
-    assert not split or (planes is None and sa == 2 and ra % 2 == 0), "compact_legal"
+    split = compact
+    assert not split or (unpad and planes is None and sa == 2 and ra % 2 == 0), "compact_legal"
     half = 0  # `_split_tile`
+    # A's steps in what the loads read: from one row to the next and along the row
+    la_row, la_sa = (ra // 2, 1) if split else (ra, sa)
     if G > 1:  # an item takes G row blocks, building the rows they share once
         assert blk is not None
         grp = Var(f"{blk.name}g", blk.size // G)
@@ -417,23 +419,17 @@ def write(
             out.append(f"{i3}        const float *ar = dt + (f & 1) * {half} + (f >> 1) + j0;")
         else:
             out.append(f"{i3}        const float *ar = ab + {ak} + j0 * {sa};")
-        if split:
+        if lay.chan is None:  # one weight, R x NV loads
             out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
             for r in range(R):
                 for v in range(NV):
-                    at = _load(vm, f"ar + {r * ra // 2 + v * VW}", 1, VW, full, v)
-                    out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {at}, {acc[r][v]});")
-        elif lay.chan is None:  # one weight, R x NV loads
-            out.append(f"{i3}        const {vt} s = {vm}BCAST(bb[{bk}]);")
-            for r in range(R):
-                for v in range(NV):
-                    at = _load(vm, f"ar + {r * ra + v * VW * sa}", sa, VW, full, v)
+                    at = _load(vm, f"ar + {r * la_row + v * VW * la_sa}", la_sa, VW, full, v)
                     out.append(f"{i3}        {acc[r][v]} = {vm}FMA(s, {at}, {acc[r][v]});")
         else:  # NV loads, R weights
             out.append(f"{i3}        const float *br = bb + {bk};")
             for v in range(NV):
                 out.append(
-                    f"{i3}        const {vt} av{v} = {_load(vm, f'ar + {v * VW * sa}', sa, VW, full, v)};"
+                    f"{i3}        const {vt} av{v} = {_load(vm, f'ar + {v * VW * la_sa}', la_sa, VW, full, v)};"
                 )
             for r in range(R):
                 fmas = " ".join(f"{acc[r][v]} = {vm}FMA(s, av{v}, {acc[r][v]});" for v in range(NV))
