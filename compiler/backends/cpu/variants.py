@@ -51,8 +51,9 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     other parallel setting when the work is near the threshold, and each tile building a
     convolution's padded input itself (`gemm.unpad_legal`) or packing a strided 1x1
     convolution's input (`gemm.compact_legal`).  Elementwise and reduce
-    kernels: parallel on and off when the work is borderline, else only the default."""
-    from luminal.compiler.backends.cpu import blas, gemm, igemm, simd, stencil, winograd
+    kernels: parallel on and off when the work is borderline, and an elementwise kernel
+    reading a buffer transposed also in square tiles (`codegen.tiles_legal`)."""
+    from luminal.compiler.backends.cpu import blas, codegen, gemm, igemm, simd, stencil, winograd
     from luminal.compiler.backends.cpu.codegen import PARALLEL_MIN_WORK
 
     out: list[Variant] = [DEFAULT]
@@ -112,6 +113,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
         )
         if way is not None:
             twins = [dataclasses.replace(v, **way) for v in (DEFAULT, *_tiles(kernel, features, 0))]
+    if kernel.kind == "elementwise" and codegen.tiles_legal(sched, kernel):
+        out.append(Variant(impl=codegen.TILED_IMPL))
     if kernel.kind != "scatter" and lo <= work <= hi:
         out.append(Variant(parallel=work < PARALLEL_MIN_WORK))
     capped = tuple(dict.fromkeys(out))[: 8 + 2 * len(kernel.alternatives)]
