@@ -364,11 +364,35 @@ class _KernelWriter:
 
         # a padded read fused with other work (a pad of a transpose): borders and interior
         interior = self._window_interior(self.k.node, idx, loops[1:], top)
+        if not interior:
+            idx, loops = self._merged_rows(idx, loops)
         pair = self._tiles(idx, loops, interior, top) if self.v.impl == TILED_IMPL else None
         if pair is not None:
             self._transpose_tiles(out, idx, loops, pair, top)
             return
         self._output_nest(out, loops, _numel(node.shape), interior, point)
+
+    def _merged_rows(
+        self, idx: Index, loops: list[tuple[str, int]]
+    ) -> tuple[Index, list[tuple[str, int]]]:
+        """The innermost output loops as one, as far as every buffer the kernel reads
+        steps through them as one (each offset folds back to the merged variable, no
+        division left), so the vector loop runs over a whole map rather than one of its
+        rows: a 14x14 map's SE scale ran 14 lanes at a time (mobilenet_v3_small@8's
+        8x240x14x14 multiply: 102 us against ONNX Runtime's 58)."""
+        shape = self.g.nodes[self.k.node].shape
+        probe = _Body(self, 0)
+        probe.value(self.k.node, idx, top=self.k.dest == self.s.homes.get(self.k.node))
+        while len(loops) >= 2 and not probe.pad_checks:
+            (a, sa), (b, sb) = loops[-2], loops[-1]
+            w = Var(f"{a}{b.lstrip('i')}", sa * sb)
+            hi, lo = unflatten(Lin.of(w), (sa, sb))
+            merged = _substituted(idx, {Var(a, sa): hi, Var(b, sb): lo})
+            flats = [*self._flat_reads(merged), row_major(merged, shape)]
+            if any(not e.is_affine for e in flats):
+                break
+            idx, loops = merged, [*loops[:-2], (w.name, w.size)]
+        return idx, loops
 
     def tiles_legal(self) -> bool:
         """Whether this elementwise kernel reads a buffer transposed, so that it can run
@@ -379,6 +403,8 @@ class _KernelWriter:
         idx, loops = self._split_views(*self._loops(node.shape, "i"))
         top = self.k.dest == self.s.homes.get(self.k.node)
         interior = self._window_interior(self.k.node, idx, loops[1:], top)
+        if not interior:
+            idx, loops = self._merged_rows(idx, loops)
         return self._tiles(idx, loops, interior, top) is not None
 
     def _tiles(
