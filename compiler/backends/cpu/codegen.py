@@ -62,14 +62,22 @@ STREAM_ANY_BYTES = 32 << 20
 #: rather than vectorized along the reduction, so the loop over outputs vectorizes.
 SHORT_REDUCTION = 16
 
+#: A reduction across rows (`_KernelWriter._reduce_columns`) accumulates a block of
+#: outputs along their row at a time: a divisor of the row, at least half an AVX-512
+#: vector and at most this many (a 56-wide map's row whole; a row that is the only output
+#: loop in blocks of at most 16, which the threads share).
+COLUMN_MIN = 8
+COLUMN_BLOCK = 64
+
 #: Side of the square tiles an elementwise kernel that reads a buffer transposed works in
 #: (`_KernelWriter._transpose_tiles`): 16 x 16 f32 is 1 KiB, one AVX-512 vector a row.
 TRANSPOSE_TILE = 16
 
 #: The variant of such a kernel that works in those tiles: a search alternative, not the
-#: rule, since a transpose with little arithmetic per element (ConvNeXt's permutes into
-#: channels-last, an add and a multiply) measured no faster tiled, and a GELU (Whisper's)
-#: 4-6x faster.
+#: rule.  In the kernel bench (Zen 4, AVX-512) Whisper's GELU ran 8x faster tiled and
+#: ConvNeXt's permutes into channels-last (an add and a multiply) 1.2-2.9x; without a
+#: register transpose (AVX2, portable C) the tile is copied out element by element, and
+#: a permute with that little arithmetic measured slower tiled.
 TILED_IMPL = "tiled"
 
 #: Writes one output element at a depth, each loop variable replaced as the map says.
@@ -352,8 +360,11 @@ class _KernelWriter:
         if pad_of is not None:
             self._pad_rows(out, pad_of)
             return
-        idx, loops = self._split_views(*self._loops(node.shape, "i"))
-        top = self.k.dest == self.s.homes.get(self.k.node)
+        idx, loops, interior, top = self._element_loops()
+        pair = self._tiles(idx, loops, interior, top) if self.v.impl == TILED_IMPL else None
+        if pair is not None:
+            self._transpose_tiles(out, idx, loops, pair, top)
+            return
 
         def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
             here = _substituted(idx, at)
@@ -362,18 +373,25 @@ class _KernelWriter:
             out.extend(body.lines)
             out.append("    " * depth + f"out[{row_major(here, node.shape).c()}] = {v};")
 
-        # a padded read fused with other work (a pad of a transpose): borders and interior
-        interior = self._window_interior(self.k.node, idx, loops[1:], top)
-        if not interior:
-            idx, loops = self._merged_rows(idx, loops)
-        pair = self._tiles(idx, loops, interior, top) if self.v.impl == TILED_IMPL else None
-        if pair is not None:
-            self._transpose_tiles(out, idx, loops, pair, top)
-            return
         self._output_nest(out, loops, _numel(node.shape), interior, point)
 
+    def _element_loops(
+        self,
+    ) -> tuple[Index, list[tuple[str, int]], dict[str, tuple[int, int]], bool]:
+        """An elementwise kernel's output index and loops (views split, the innermost
+        merged where the reads allow), the interior range of each loop where a padded read
+        needs no bounds check (a pad of a transpose: borders and interior), and whether
+        the kernel writes its node's own buffer (`top`)."""
+        node = self.g.nodes[self.k.node]
+        idx, loops = self._split_views(*self._loops(node.shape, "i"))
+        top = self.k.dest == self.s.homes.get(self.k.node)
+        interior = self._window_interior(self.k.node, idx, loops[1:], top)
+        if not interior:
+            idx, loops = self._merged_rows(idx, loops, top)
+        return idx, loops, interior, top
+
     def _merged_rows(
-        self, idx: Index, loops: list[tuple[str, int]]
+        self, idx: Index, loops: list[tuple[str, int]], top: bool
     ) -> tuple[Index, list[tuple[str, int]]]:
         """The innermost output loops as one, as far as every buffer the kernel reads
         steps through them as one (each offset folds back to the merged variable, no
@@ -382,7 +400,7 @@ class _KernelWriter:
         8x240x14x14 multiply: 102 us against ONNX Runtime's 58)."""
         shape = self.g.nodes[self.k.node].shape
         probe = _Body(self, 0)
-        probe.value(self.k.node, idx, top=self.k.dest == self.s.homes.get(self.k.node))
+        probe.value(self.k.node, idx, top=top)
         while len(loops) >= 2 and not probe.pad_checks:
             (a, sa), (b, sb) = loops[-2], loops[-1]
             w = Var(f"{a}{b.lstrip('i')}", sa * sb)
@@ -399,13 +417,7 @@ class _KernelWriter:
         in tiles (`Variant(impl=TILED_IMPL)`)."""
         if self.k.kind != "elementwise" or self._pad_source() is not None:
             return False
-        node = self.g.nodes[self.k.node]
-        idx, loops = self._split_views(*self._loops(node.shape, "i"))
-        top = self.k.dest == self.s.homes.get(self.k.node)
-        interior = self._window_interior(self.k.node, idx, loops[1:], top)
-        if not interior:
-            idx, loops = self._merged_rows(idx, loops)
-        return self._tiles(idx, loops, interior, top) is not None
+        return self._tiles(*self._element_loops()) is not None
 
     def _tiles(
         self,
@@ -538,11 +550,11 @@ class _KernelWriter:
             return idx, loops
         return tuple(exprs[: len(idx)]), [(v.name, v.size) for v in split]
 
-    def _flat_reads(self, idx: Index) -> list[Lin]:
-        """The flat index of every buffer this elementwise kernel reads at output `idx`,
-        through views and inlined elementwise work."""
+    def _flat_reads(self, idx: Index, root: int | None = None) -> list[Lin]:
+        """The flat index of every buffer the kernel reads computing node `root` (default:
+        its own node) at `idx`, through views and inlined elementwise work."""
         mat, flats = self.s.part.materialized, []
-        stack, seen = [(self.k.node, idx)], set()
+        stack, seen = [(self.k.node if root is None else root, idx)], set()
         while stack:  # buffer reads through views, each (node, index) once
             i, at = stack.pop()
             if (i, at) in seen:
@@ -647,6 +659,10 @@ class _KernelWriter:
         interior = (
             self._window_interior(node.src[0], tuple(full), oloops[1:]) if _short(rloops) else {}
         )
+        block = None if _short(rloops) else self._across_rows(node, tuple(full), oloops, rloops)
+        if block is not None:
+            self._reduce_columns(out, node, tuple(full), oidx, oloops, rloops, block)
+            return
 
         def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
             self._reduce_point(
@@ -654,6 +670,84 @@ class _KernelWriter:
             )
 
         self._output_nest(out, oloops, _numel(src.shape), interior, point)
+
+    def _across_rows(
+        self,
+        node: Node,
+        full: Index,
+        oloops: list[tuple[str, int]],
+        rloops: list[tuple[str, int]],
+    ) -> int | None:
+        """The block of outputs to accumulate at a time when an f32 sum or max reads its
+        input across rows: the innermost reduced loop strides through every buffer it
+        reads, which the innermost output loop reads along (LayerNorm over the channels
+        of a channel-major map: ConvNeXt's blocks); else None.  Reduced innermost, each
+        lane of the SIMD reduction was a load of its own.  The block divides the row, so
+        that every index stays exact (the epilogue's included)."""
+        if not (rloops and oloops) or node.op not in (Op.SUM, Op.RMAX):
+            return None
+        if node.dtype is not DType.F32:
+            return None
+        vr, (name, size) = Var(*rloops[-1]), oloops[-1]
+        flats = self._flat_reads(full, node.src[0])
+        if not flats or any(
+            not f.is_affine or f.coeff(vr) in (0, 1) or f.coeff(Var(name, size)) != 1 for f in flats
+        ):
+            return None
+        probe = _Body(self, 0)
+        probe.value(node.src[0], full)
+        if probe.pad_checks or "err" in "".join(probe.lines):
+            return None
+        # alone, the row is cut in blocks the threads can share
+        top = 2 * COLUMN_MIN if len(oloops) == 1 else COLUMN_BLOCK
+        return next((b for b in range(min(size, top), COLUMN_MIN - 1, -1) if size % b == 0), None)
+
+    def _reduce_columns(
+        self,
+        out: list[str],
+        node: Node,
+        full: Index,
+        oidx: Index,
+        oloops: list[tuple[str, int]],
+        rloops: list[tuple[str, int]],
+        block: int,
+    ) -> None:
+        """A reduction across rows (`_across_rows`), a block of outputs at a time along
+        their row: the block's accumulators in a local array, the reduced loops outside
+        and the block's outputs inside, vectorized (each step one contiguous load), then
+        the block stored through the epilogue, vectorized too.  ConvNeXt's LayerNorm mean
+        and variance over 96 channels of a 56x56 map read each channel's plane in order
+        instead of one element from each plane per lane."""
+        t = cexpr.ctype(node.dtype, node.op.value)
+        acc_t = "double" if node.op is Op.SUM else t
+        name, size = oloops[-1]
+        tiles = size // block
+        at = {Var(name, size): Lin.of(Var(f"{name}_t", tiles)) * block + Var(f"{name}_e", block)}
+        loops = [*oloops[:-1], (f"{name}_t", tiles)]
+        depth = self._open(out, loops, 1, True, _numel(self.g.nodes[node.src[0]].shape))
+        ind = "    " * depth
+        out.append(f"{ind}{acc_t} acc[{block}];")
+        init = cexpr.reduce_init(node.op, node.dtype)
+        out.append(f"{ind}for (int64_t {name}_e = 0; {name}_e < {block}; {name}_e++)")
+        out.append(f"{ind}    acc[{name}_e] = {init};")
+        inner = self._open(out, rloops, depth, False, 0)
+        ind = "    " * inner
+        out.append(f"{ind}#pragma omp simd")
+        out.append(f"{ind}for (int64_t {name}_e = 0; {name}_e < {block}; {name}_e++) {{")
+        body = _Body(self, inner + 1)
+        v = body.value(node.src[0], _substituted(full, at))
+        out.extend(body.lines)
+        a = f"acc[{name}_e]"
+        combine = f"{a} + {v}" if node.op is Op.SUM else cexpr.binary(Op.MAX, node.dtype, a, v)
+        out.append(f"{ind}    {a} = {combine};")
+        out.append(f"{ind}}}")
+        self._close(out, rloops, inner)
+        ind = "    " * depth
+        out.append(f"{ind}#pragma omp simd")
+        out.append(f"{ind}for (int64_t {name}_e = 0; {name}_e < {block}; {name}_e++) {{")
+        self._store(out, depth + 1, row_major(_substituted(oidx, at), node.shape), a, t)
+        out.append(f"{ind}}}")
+        self._close(out, loops, depth)
 
     def _output_nest(
         self,
