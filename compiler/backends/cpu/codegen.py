@@ -441,6 +441,8 @@ class _KernelWriter:
             return None
         n = len(loops) - 1
         vn = Var(*loops[n])
+        if row_major(idx, self.g.nodes[self.k.node].shape).coeff(vn) != 1:
+            return None  # the tile's rows are stored as vectors: along the output's rows
         for flat in self._flat_reads(idx):
             if not flat.is_affine or flat.coeff(vn) in (0, 1):
                 continue
