@@ -361,7 +361,7 @@ class _KernelWriter:
             self._pad_rows(out, pad_of)
             return
         idx, loops, interior, top = self._element_loops()
-        pair = self._tiles(idx, loops, interior, top) if self.v.impl == TILED_IMPL else None
+        pair = self._transposed(idx, loops, interior, top) if self.v.impl == TILED_IMPL else None
         if pair is not None:
             self._transpose_tiles(out, idx, loops, pair, top)
             return
@@ -417,26 +417,22 @@ class _KernelWriter:
         in tiles (`Variant(impl=TILED_IMPL)`)."""
         if self.k.kind != "elementwise" or self._pad_source() is not None:
             return False
-        return self._tiles(*self._element_loops()) is not None
+        return self._transposed(*self._element_loops()) is not None
 
-    def _tiles(
+    def _transposed(
         self,
         idx: Index,
         loops: list[tuple[str, int]],
         interior: Mapping[str, tuple[int, int]],
         top: bool,
     ) -> tuple[int, int] | None:
-        if interior or self.k.inplace is not None:
-            return None
-        return self._transposed(idx, loops, top)
-
-    def _transposed(
-        self, idx: Index, loops: list[tuple[str, int]], top: bool
-    ) -> tuple[int, int] | None:
         """(j, n) when the output's innermost loop n reads a buffer across its rows (a
         coefficient other than 0 and 1) that another loop j reads along them (coefficient
         1): a transpose, which `_transpose_tiles` writes in square tiles.  Only where every
-        read stays affine in the tiled loops and none is padded."""
+        read stays affine in the tiled loops, none is padded and the kernel does not write
+        over its input."""
+        if interior or self.k.inplace is not None:
+            return None
         if len(loops) < 2 or loops[-1][1] < TRANSPOSE_TILE:
             return None
         n = len(loops) - 1
@@ -721,14 +717,13 @@ class _KernelWriter:
         and variance over 96 channels of a 56x56 map read each channel's plane in order
         instead of one element from each plane per lane."""
         t = cexpr.ctype(node.dtype, node.op.value)
-        acc_t = "double" if node.op is Op.SUM else t
         name, size = oloops[-1]
         tiles = size // block
         at = {Var(name, size): Lin.of(Var(f"{name}_t", tiles)) * block + Var(f"{name}_e", block)}
         loops = [*oloops[:-1], (f"{name}_t", tiles)]
         depth = self._open(out, loops, 1, True, _numel(self.g.nodes[node.src[0]].shape))
         ind = "    " * depth
-        out.append(f"{ind}{acc_t} acc[{block}];")
+        out.append(f"{ind}{_accumulator(node)} acc[{block}];")
         init = cexpr.reduce_init(node.op, node.dtype)
         out.append(f"{ind}for (int64_t {name}_e = 0; {name}_e < {block}; {name}_e++)")
         out.append(f"{ind}    acc[{name}_e] = {init};")
@@ -740,8 +735,7 @@ class _KernelWriter:
         v = body.value(node.src[0], _substituted(full, at))
         out.extend(body.lines)
         a = f"acc[{name}_e]"
-        combine = f"{a} + {v}" if node.op is Op.SUM else cexpr.binary(Op.MAX, node.dtype, a, v)
-        out.append(f"{ind}    {a} = {combine};")
+        out.append(f"{ind}    {a} = {_combine(node, a, v)[0]};")
         out.append(f"{ind}}}")
         self._close(out, rloops, inner)
         ind = "    " * depth
@@ -862,10 +856,8 @@ class _KernelWriter:
     ) -> None:
         """One output element: accumulator, reduction loops, combine, store."""
         t = cexpr.ctype(node.dtype, node.op.value)
-        acc_t = (
-            {DType.F32: "double", DType.F16: "float"}.get(node.dtype, t) if node.op is Op.SUM else t
-        )
-        out.append("    " * depth + f"{acc_t} acc = {cexpr.reduce_init(node.op, node.dtype)};")
+        init = cexpr.reduce_init(node.op, node.dtype)
+        out.append("    " * depth + f"{_accumulator(node)} acc = {init};")
         first = len(out)
         depth = self._open(out, rloops[:-1], depth, False, 0)
         inner = len(out)
@@ -873,13 +865,7 @@ class _KernelWriter:
         body = _Body(self, depth)
         v = body.value(node.src[0], full)
         out.extend(body.lines)
-        if node.dtype is DType.BOOL:
-            combine, red = f"acc | {v}", "|"
-        elif node.op is Op.SUM:
-            combine, red = f"acc + {v}", "+"
-        else:
-            combine = cexpr.binary(Op.MAX, node.dtype, "acc", v)
-            red = {DType.F32: "lum_maxf", DType.F64: "lum_maxd"}.get(node.dtype, "max")
+        combine, red = _combine(node, "acc", v)
         out.append("    " * depth + f"acc = {combine};")
         if _short(rloops):
             # A short reduction (a pooling window) is unrolled, so that the loop over the
@@ -1055,6 +1041,25 @@ class _KernelWriter:
         for _ in range(len(outer) + 2):
             d -= 1
             out.append("    " * d + "}")
+
+
+def _accumulator(node: Node) -> str:
+    """The C type a reduction accumulates in: f32 sums in f64, f16 sums in f32."""
+    t = cexpr.ctype(node.dtype, node.op.value)
+    if node.op is not Op.SUM:
+        return t
+    return {DType.F32: "double", DType.F16: "float"}.get(node.dtype, t)
+
+
+def _combine(node: Node, acc: str, v: str) -> tuple[str, str]:
+    """A reduction's step, `acc` combined with the value `v`, and its `omp simd`
+    reduction operator."""
+    if node.dtype is DType.BOOL:
+        return f"{acc} | {v}", "|"
+    if node.op is Op.SUM:
+        return f"{acc} + {v}", "+"
+    red = {DType.F32: "lum_maxf", DType.F64: "lum_maxd"}.get(node.dtype, "max")
+    return cexpr.binary(Op.MAX, node.dtype, acc, v), red
 
 
 def _substituted(idx: Index, at: dict[Var, Lin]) -> Index:
