@@ -26,6 +26,7 @@ def padded_row(w: _KernelWriter, ind: str, dst: str, plane: str, y: str) -> list
     h, wd = hp - top - bottom, wp - left - right
     fill = f"{f.fill(g)!r}f"
     src = w._pointer(f.source)
+    y = f"({y})"
     return [
         f"{ind}if ({y} < 0 || {y} >= {h}) {{",
         f"{ind}    for (int64_t j = 0; j < {wp}; j++) {dst}[j] = {fill};",

@@ -50,7 +50,8 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
     one vector), OpenBLAS when the operands are strided matrices (`blas.legal`), the
     other parallel setting when the work is near the threshold, and each tile building a
     convolution's padded input itself (`gemm.unpad_legal`) or packing a strided 1x1
-    convolution's input (`gemm.compact_legal`).  Elementwise and reduce
+    convolution's input (`gemm.compact_legal`), and Winograd building its tile rows
+    from the pad's source (`winograd.unpad_legal`).  Elementwise and reduce
     kernels: parallel on and off when the work is borderline, and an elementwise kernel
     reading a buffer transposed also in square tiles (`codegen.tiles_legal`)."""
     from luminal.compiler.backends.cpu import blas, codegen, gemm, igemm, simd, stencil, winograd
@@ -100,7 +101,11 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
         if blas.legal(sched, kernel):
             out.append(Variant(impl="blas"))
         if isa.name:
-            out += [Variant(impl=i) for i in winograd.TILE if winograd.legal(sched, kernel, i)]
+            for impl in winograd.TILE:
+                if winograd.legal(sched, kernel, impl):
+                    out.append(Variant(impl=impl))
+                    if winograd.unpad_legal(sched, kernel, impl):
+                        twins.append(Variant(impl=impl, unpad=True))
         # the generated kernel building its padded input, or packing a strided 1x1
         # convolution's input, in each tile of the kernel as planned (beyond the cap:
         # the search measures the twins of the tiles it measures, `search.kernels`)
@@ -112,7 +117,9 @@ def candidates(sched: Schedule, kernel: Kernel, features: tuple[str, ...]) -> tu
             else None
         )
         if way is not None:
-            twins = [dataclasses.replace(v, **way) for v in (DEFAULT, *_tiles(kernel, features, 0))]
+            twins += [
+                dataclasses.replace(v, **way) for v in (DEFAULT, *_tiles(kernel, features, 0))
+            ]
     if kernel.kind == "elementwise" and codegen.tiles_legal(sched, kernel):
         out.append(Variant(impl=codegen.TILED_IMPL))
     if kernel.kind != "scatter" and lo <= work <= hi:

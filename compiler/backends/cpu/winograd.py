@@ -17,6 +17,11 @@ concurrent caller may still read), so the pipeline's weights blob does not chang
 costs a*a/9 of the 3x3 weights in heap memory.  A tile past the output's edge reads
 zeros beyond the padded input and stores only its valid outputs.
 
+With `Variant.unpad` (`unpad_legal`: X is a pad the kernel may skip, `Kernel.fold`) the
+input transform builds each input row of its tile rows from the pad's source
+(`padrows.padded_row`) instead of copying it from the pad, and the pad's kernel does not
+run: ResNet-50 at batch 1 1.05x (docs/compiler.md).
+
 `legal` recognizes the pattern from the contraction's loops and offsets alone: output
 channel `n` (Y moves along it, X does not), two output positions whose X coefficients
 each equal that of one reduced loop of size 3 (the window), at most one more output loop
@@ -38,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from luminal.compiler.backends.cpu import cexpr
+from luminal.compiler.backends.cpu import cexpr, padrows
 from luminal.compiler.backends.cpu.simd import Isa
 from luminal.compiler.ir import DType
 from luminal.compiler.schedule import Kernel, Schedule
@@ -180,6 +185,39 @@ def legal(sched: Schedule, kernel: Kernel, impl: str = "winograd") -> bool:
     return match(sched, kernel, TILE[impl]) is not None
 
 
+def unpad_legal(sched: Schedule, kernel: Kernel, impl: str = "winograd") -> bool:
+    """Legal, and its input is a pad it may skip (`Kernel.fold`) read whole plane by
+    plane: the variant then builds each padded row of its tile rows from the pad's source
+    (`padrows.padded_row`, `Variant.unpad`) and the pad's kernel does not run."""
+    conv = match(sched, kernel, TILE[impl])
+    return conv is not None and _planes(sched, kernel, conv) is not None
+
+
+def _planes(sched: Schedule, kernel: Kernel, conv: Conv3x3) -> tuple[int, int, int] | None:
+    """(first plane, planes per channel, planes per image) of the pad that the unpadding
+    variant reads, when X is the pad `kernel.fold` names, rows of its plane one after
+    the other and every output position of it read (a convolution over exactly the pad)."""
+    f, p = kernel.fold, kernel.contraction
+    if f is None or p is None:
+        return None
+    xb, x = p.loops.x
+    if xb != f.pad:
+        return None
+    hp, wp = sched.graph.nodes[f.pad].shape[-2:]
+    hw = hp * wp
+    c, bv = conv.c, conv.batch
+    coeffs = (x.const, x.coeff(c) if c is not None else 0, x.coeff(bv) if bv is not None else 0)
+    if (
+        x.coeff(conv.ow) != 1
+        or x.coeff(conv.oh) != wp
+        or (conv.oh.size + 2, conv.ow.size + 2) != (hp, wp)
+        or any(k % hw for k in coeffs)
+    ):
+        return None
+    first, per_c, per_b = (k // hw for k in coeffs)
+    return first, per_c, per_b
+
+
 def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     m = TILE[w.v.impl]
     conv = match(w.s, w.k, m)
@@ -188,7 +226,7 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     assert p is not None
     cl = p.loops
     (xb, x), (yb, y) = cl.x, cl.y
-    px, py = w._pointer(xb), w._pointer(yb)
+    py = w._pointer(yb)
     n, oh, ow, kh, kw, c = conv.n, conv.oh, conv.ow, conv.kh, conv.kw, conv.c
     K, OH, OW = n.size, oh.size, ow.size
     C = c.size if c is not None else 1
@@ -297,10 +335,21 @@ def write(w: _KernelWriter, out: list[str], isa: Isa) -> None:
     out.append(i4 + f"float e[{a}][{WP}];")
     out.append(i4 + f"float d[{a}][{WP}];")
     out.append(i4 + f"for (int i = 0; i < {a}; i++) {{")
-    out.append(i4 + f"    const float *s = {px} + ({base} + c * {xc} + ({m} * th + i) * {xh});")
     out.append(i4 + f"    if ({m} * th + i < {OH + 2}) {{")
-    out.append(i4 + "        #pragma omp simd")
-    out.append(i4 + f"        for (int64_t j = 0; j < {OW + 2}; j++) d[i][j] = s[j * {xw}];")
+    if w.v.unpad:  # the padded row built from the pad's source
+        planes = _planes(w.s, w.k, conv)
+        assert planes is not None and w.k.fold is not None, "unpad_legal"
+        first, per_c, per_b = planes
+        plane = f"{first} + c * {per_c}" + (f" + {bv.name} * {per_b}" if bv is not None else "")
+        top = w.k.fold.widths(w.g)[0][0]
+        out += padrows.padded_row(w, i4 + "        ", "d[i]", plane, f"{m} * th + i - {top}")
+    else:
+        px = w._pointer(xb)  # the pad (with `unpad` it has no buffer: its kernel is dropped)
+        out.append(
+            i4 + f"        const float *s = {px} + ({base} + c * {xc} + ({m} * th + i) * {xh});"
+        )
+        out.append(i4 + "        #pragma omp simd")
+        out.append(i4 + f"        for (int64_t j = 0; j < {OW + 2}; j++) d[i][j] = s[j * {xw}];")
     for j in range(OW + 2, WP):
         out.append(i4 + f"        d[i][{j}] = 0.0f;")
     out.append(i4 + f"    }} else for (int64_t j = 0; j < {WP}; j++) d[i][j] = 0.0f;")
@@ -451,4 +500,4 @@ def _micro(w: _KernelWriter, isa: Isa, mrw: int, nrw: int, tb: int, kp: int, C: 
     return name
 
 
-__all__ = ["TILE", "Conv3x3", "legal", "match", "write"]
+__all__ = ["TILE", "Conv3x3", "legal", "match", "unpad_legal", "write"]
