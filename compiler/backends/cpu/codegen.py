@@ -694,7 +694,7 @@ class _KernelWriter:
             return None
         probe = _Body(self, 0)
         probe.value(node.src[0], full)
-        if probe.pad_checks or "err" in "".join(probe.lines):
+        if probe.pad_checks or probe.gathers:
             return None
         # alone, the row is cut in blocks the threads can share
         top = 2 * COLUMN_MIN if len(oloops) == 1 else COLUMN_BLOCK
@@ -873,11 +873,7 @@ class _KernelWriter:
             for k in reversed(range(first, first + len(rloops))):
                 line = out[k]
                 out.insert(k, line[: len(line) - len(line.lstrip())] + "#pragma GCC unroll 16")
-        elif (
-            rloops
-            and node.dtype not in (DType.F16, DType.BF16)
-            and "err" not in "".join(body.lines)
-        ):
+        elif rloops and node.dtype not in (DType.F16, DType.BF16) and not body.gathers:
             # The innermost reduction loop is a SIMD reduction: partial results per lane,
             # combined at the end.  The order of a sum is not part of its meaning (the
             # interpreter sums pairwise), and f32 sums accumulate in f64 either way.
@@ -1088,6 +1084,7 @@ class _Body:
         self.memo: dict[tuple[int, Index], str] = {}
         self.given = given or {}  # node -> C expression already holding its value here
         self.pad_checks: list[PadCheck] = []  # the bounds checks the padded reads kept
+        self.gathers = 0  # bounds-checked gathers (they set `err`: no SIMD reduction over them)
 
     def emit(self, t: str, code: str) -> str:
         name = self.w.fresh()
@@ -1154,6 +1151,7 @@ class _Body:
             n = g.nodes[data].shape[ax]
             gname = w.fresh("g")
             w.uses_err = True
+            self.gathers += 1
             self.lines.append(f"{self.ind}int64_t {gname} = (int64_t){iv};")
             self.lines.append(
                 f"{self.ind}if ({gname} < 0 || {gname} >= {n}) {{ err = 1; {gname} = 0; }}"
