@@ -25,6 +25,12 @@ selects in a row compile to a branch on the sign of x for a ReLU6 (the path wher
 gives `lo` is threaded past the minimum): taken half the time on a convolution's output,
 that branch made mobilenet_v2's first convolution 1.45 ms instead of 0.3.  `Clamp` lets a
 backend compute both bounds without it.
+
+A logistic tail, 1 / (1 + 2^t), is matched by its structure too (`Logistic`): the search
+rewrites `compose.math.sigmoid`'s -x * log2(e) into one product, so the template no
+longer matches.  A SiLU is most of an EfficientNet's elementwise work, and where
+`lum_exp2f` must give 2^t to 2 ulps down to the subnormals, 1 + 2^t needs none of that
+(`cexpr`'s `lum_logistic2f`).
 """
 
 from __future__ import annotations
@@ -66,6 +72,16 @@ class Clamp:
     hi: float
 
 
+@dataclass(frozen=True)
+class Logistic:
+    """RECIP(ADD(1, EXP2(t))) in f32: 1 / (1 + 2^t), what `compose.math.sigmoid` leaves
+    once the search has folded its negation into the log2(e) factor (`tanh` has it too).
+    `inner`: the ADD and the EXP2, which the one function computes as well."""
+
+    t: int
+    inner: tuple[int, int]
+
+
 @dataclass
 class Idioms:
     """Matches against one graph; templates are built once per (idiom, shape, dtype)."""
@@ -103,6 +119,21 @@ class Idioms:
             lo = _scalar(g, lo_node)
             if lo is not None and hi is not None and lo < hi:  # False for a NaN bound
                 return Clamp(x, lo, hi)
+        return None
+
+    def logistic(self, i: int) -> Logistic | None:
+        """The logistic tail node `i` computes, else None."""
+        g = self.graph
+        node = g.nodes[i]
+        if node.op is not Op.RECIP or node.dtype is not DType.F32:
+            return None
+        add = g.nodes[node.src[0]]
+        if add.op is not Op.ADD or add.dtype is not DType.F32:
+            return None
+        for one, e in (add.src, add.src[::-1]):
+            exp2 = g.nodes[e]
+            if exp2.op is Op.EXP2 and exp2.shape == add.shape and _scalar(g, one) == 1.0:
+                return Logistic(exp2.src[0], (node.src[0], e))
         return None
 
     def _template(self, idiom: Idiom, shape: tuple[int, ...], dtype: DType) -> tuple[Graph, int]:
@@ -154,4 +185,4 @@ def _node_alike(g: Graph, n: Node, t: Graph, tn: Node) -> bool:
     return bool(n.arg == tn.arg)
 
 
-__all__ = ["Clamp", "Idiom", "IdiomMatch", "Idioms"]
+__all__ = ["Clamp", "Idiom", "IdiomMatch", "Idioms", "Logistic"]

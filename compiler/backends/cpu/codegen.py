@@ -1163,6 +1163,12 @@ class _Body:
         if node.op is Op.WHERE and (clamp := w.idioms.clamp(i)) is not None:
             lo, hi = (cexpr.literal(v, DType.F32) for v in (clamp.lo, clamp.hi))
             return self.emit(t, f"lum_clampf({self.value(clamp.x, idx)}, {lo}, {hi})")
+        if (
+            node.op is Op.RECIP
+            and (tail := w.idioms.logistic(i)) is not None
+            and not set(tail.inner) & w.s.part.materialized
+        ):
+            return self.emit(t, f"lum_logistic2f({self.value(tail.t, idx)})")
         if node.op is Op.WHERE and (hit := w.idioms.match(i)) is not None:
             return self.emit(t, f"{_IDIOM_C[hit.idiom, node.dtype]}({self.value(hit.x, idx)})")
         args = [self.value(s, idx) for s in node.src]

@@ -109,3 +109,63 @@ def test_compiled_clamp_equals_the_interpreter_bit_for_bit(
     feeds = {"x": values}
     got, want = compile_and_run(g, feeds, tmp_path)["r"], interpreter.run(g, feeds)["r"]
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def _logistic_graph(n: int, dtype: DType = DType.F32) -> Graph:
+    b = GraphBuilder()
+    x = b.input("x", (n,), dtype)
+    return b.build({"sig": m.sigmoid(b, x), "silu": m.mul(b, x, m.sigmoid(b, x))})
+
+
+def test_a_sigmoid_and_a_tanh_end_in_a_logistic_tail() -> None:
+    g = _logistic_graph(4)
+    sig = dict(g.outputs)["sig"]
+    hit = Idioms(g).logistic(sig)
+    assert hit is not None and g.nodes[hit.t].op is Op.MUL  # -x * log2(e)
+    assert [g.nodes[i].op for i in hit.inner] == [Op.ADD, Op.EXP2]
+    b = GraphBuilder()
+    t = b.build({"t": m.tanh(b, b.input("x", (4,), DType.F32))})
+    assert any(Idioms(t).logistic(i) is not None for i in range(len(t.nodes)))
+
+
+@pytest.mark.parametrize("kind", ["two plus", "no exp2", "f64"])
+def test_lookalikes_are_not_a_logistic_tail(kind: str) -> None:
+    """1 / (2 + 2^x) and 1 / (1 + x) are other functions; an f64 sigmoid keeps exp2."""
+    b = GraphBuilder()
+    x = b.input("x", (4,), DType.F64 if kind == "f64" else DType.F32)
+    inner = x if kind == "no exp2" else b.unary(Op.EXP2, x)
+    one = m.like(b, 2.0 if kind == "two plus" else 1.0, x)
+    g = b.build({"r": m.recip(b, m.add(b, one, inner))})
+    assert Idioms(g).logistic(g.outputs[0][1]) is None
+
+
+def test_compiled_logistic_equals_the_interpreter_within_ulps(tmp_path: Path) -> None:
+    """A sigmoid and a SiLU over the whole f32 range: NaN stays NaN, the saturated ends
+    are 1 and 0, and every result within 3 ulps of the reference interpreter's (numpy's
+    exp2) or, where the sigmoid is below 2^-127.5 (x < -88.37), 0 where it is subnormal."""
+    rng = np.random.default_rng(3)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 1e-40, -1e-40]
+    edges += [87.0, -87.0, 87.4, -87.4, 88.0, -88.0, 89.0, -89.0, 103.0, -104.0, 0.5]
+    values = np.concatenate(
+        [
+            np.array(edges, np.float32),
+            rng.normal(0, 6, 2000).astype(np.float32),
+            rng.uniform(-110, 110, 2000).astype(np.float32),
+        ]
+    )
+    g = _logistic_graph(len(values))
+    source = generate(schedule(g), options_for(("avx2", "fma"), openmp=False))
+    assert "lum_logistic2f(" in source and "lum_exp2f(" not in source.split("lum_run")[-1]
+    feeds = {"x": values}
+    got, want = compile_and_run(g, feeds, tmp_path), interpreter.run(g, feeds)
+    for name in ("sig", "silu"):
+        a, w = got[name], want[name]
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(w), err_msg=name)
+        ok = ~np.isnan(w)
+        a, w, x = a[ok].astype(np.float64), w[ok].astype(np.float64), values[ok]
+        with np.errstate(invalid="ignore"):
+            ulps = np.abs(a - w) / np.spacing(np.abs(w).astype(np.float32)).astype(np.float64)
+        tail = np.abs(a - w) <= 4.2e-39 * np.maximum(1, np.abs(x))  # 2^-127.5
+        good = (a == w) | (ulps <= 3) | tail
+        assert np.all(good), (name, x[~good][:5], a[~good][:5], w[~good][:5])
+    assert got["sig"][2] == 1.0 and got["sig"][3] == 0.0  # +inf, -inf
