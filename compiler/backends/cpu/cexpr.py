@@ -95,7 +95,8 @@ LUM_INLINE float lum_exp2f(float x) {
     int32_t k;
     const float p = lum_exp2_frac(c, &k);
     const int32_t h = k >> 1;
-    return p * lum_bits_f((h + 127) << 23) * lum_bits_f((k - h + 127) << 23);
+    return p * lum_bits_f((int32_t)((uint32_t)(h + 127) << 23))
+        * lum_bits_f((int32_t)((uint32_t)(k - h + 127) << 23));
 }
 /* 1 / (1 + 2^t), a logistic sigmoid's tail (t = -x log2(e); `idioms.Logistic`), with
    2^t as lum_exp2f computes it but t clamped to [-126, 128], where 2^n is one normal

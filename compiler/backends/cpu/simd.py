@@ -90,10 +90,9 @@ def _avx2_mask(count: str) -> str:
     )
 
 
-def _avx2_even(first: str, second_count: str) -> str:
-    """Even lanes of `first` and of the masked load of p + 8 (`second_count` lanes):
-    [a0 a2 b0 b2 | a4 a6 b4 b6] by one shuffle, then the 64-bit pairs in order."""
-    second = f"_mm256_maskload_ps((p) + 8, {_avx2_mask(second_count)})"
+def _even(first: str, second: str) -> str:
+    """The even lanes of `first` (p's 8 floats) and `second` (p + 8's): [a0 a2 b0 b2 |
+    a4 a6 b4 b6] by one shuffle, then the 64-bit pairs in order."""
     return (
         "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd("
         f"_mm256_shuffle_ps({first}, {second}, 0x88)), 0xd8))"
@@ -169,8 +168,11 @@ AVX2 = Isa(
     True,
     _AVX2_LOADN,
     _AVX2_GATHERN,
-    _avx2_even("_mm256_loadu_ps(p)", "7"),
-    _avx2_even("_mm256_maskload_ps(p, " + _avx2_mask("2 * (n) - 1") + ")", "2 * (n) - 9"),
+    _even("_mm256_loadu_ps(p)", f"_mm256_maskload_ps((p) + 8, {_avx2_mask('7')})"),
+    _even(
+        f"_mm256_maskload_ps(p, {_avx2_mask('2 * (n) - 1')})",
+        f"_mm256_maskload_ps((p) + 8, {_avx2_mask('2 * (n) - 9')})",
+    ),
     # no `storen` nor `transpose`: the channel-major copies they enable
     # (`gemm._transposes`, an 8 x 8 block here) were measured on AVX-512 only
 )
@@ -181,14 +183,6 @@ def _evex_mask8(count: str) -> str:
     positive, all from 8 up)."""
     c = f"(int64_t)({count})"
     return f"(__mmask8)({c} <= 0 ? 0u : {c} >= 8 ? 0xffu : (1u << {c}) - 1u)"
-
-
-def _evex_even(first: str, second_count: str) -> str:
-    second = f"_mm256_maskz_loadu_ps({_evex_mask8(second_count)}, (p) + 8)"
-    return (
-        "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd("
-        f"_mm256_shuffle_ps({first}, {second}, 0x88)), 0xd8))"
-    )
 
 
 #: AVX2's 8 lanes on an AVX-512 core (`HALF`), its masked loads and gathers with mask
@@ -204,8 +198,11 @@ AVX512_HALF = dataclasses.replace(
         "_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), "
         "p, 4)"
     ),
-    loadeven=_evex_even("_mm256_loadu_ps(p)", "7"),
-    loadevenn=_evex_even(f"_mm256_maskz_loadu_ps({_evex_mask8('2 * (n) - 1')}, p)", "2 * (n) - 9"),
+    loadeven=_even("_mm256_loadu_ps(p)", f"_mm256_maskz_loadu_ps({_evex_mask8('7')}, (p) + 8)"),
+    loadevenn=_even(
+        f"_mm256_maskz_loadu_ps({_evex_mask8('2 * (n) - 1')}, p)",
+        f"_mm256_maskz_loadu_ps({_evex_mask8('2 * (n) - 9')}, (p) + 8)",
+    ),
     storen=f"_mm256_mask_storeu_ps(p, {_evex_mask8('n')}, v)",
 )
 AVX = Isa(
