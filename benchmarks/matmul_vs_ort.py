@@ -143,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", default=None, help="as `luminal compile --budget`")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
-    chosen = [s for s in SHAPES if s.name in args.shapes.split(",")]
     unknown = set(args.shapes.split(",")) - set(names)
     if unknown:
         print(
             f"matmul_vs_ort: unknown shape(s) {sorted(unknown)}; expected {names}", file=sys.stderr
         )
         return 2
+    chosen = [s for s in SHAPES if s.name in args.shapes.split(",")]
 
     from benchmarks.licensed import licensed
     from luminal.cli.options import parse_budget

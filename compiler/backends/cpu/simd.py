@@ -65,15 +65,21 @@ class Isa:
         )
 
 
-#: AVX2 lanes below n: an all-ones 32-bit mask per lane (maskload and gathers read only those).
-_AVX2_MASK = (
-    "_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))"
-)
-_AVX2_LOADN = f"_mm256_maskload_ps(p, {_AVX2_MASK})"
+#: Lanes 0..7 (AVX2's 8 f32 lanes), and the offsets of a gather of stride s over them.
+_LANES8 = "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)"
+_STRIDE8 = f"_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), {_LANES8})"
+
+
+def _avx2_mask(count: str) -> str:
+    """AVX2 lanes below `count`: an all-ones 32-bit mask per lane (maskload and gathers
+    read only those)."""
+    return f"_mm256_cmpgt_epi32(_mm256_set1_epi32((int)({count})), {_LANES8})"
+
+
+_AVX2_LOADN = f"_mm256_maskload_ps(p, {_avx2_mask('n')})"
 _AVX2_GATHERN = (
-    "_mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, "
-    "_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), "
-    f"_mm256_castsi256_ps({_AVX2_MASK}), 4)"
+    f"_mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, {_STRIDE8}, "
+    f"_mm256_castsi256_ps({_avx2_mask('n')}), 4)"
 )
 
 
@@ -81,13 +87,6 @@ def _avx512_mask(count: str) -> str:
     """The first `count` lanes (none when it is not positive, all 16 from 16 up)."""
     c = f"(int64_t)({count})"
     return f"(__mmask16)({c} <= 0 ? 0u : {c} >= 16 ? 0xffffu : (1u << {c}) - 1u)"
-
-
-def _avx2_mask(count: str) -> str:
-    return (
-        f"_mm256_cmpgt_epi32(_mm256_set1_epi32((int)({count})), "
-        "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))"
-    )
 
 
 def _even(first: str, second: str) -> str:
@@ -193,11 +192,7 @@ AVX512_HALF = dataclasses.replace(
     AVX2,
     name="avx512-ymm",
     loadn=f"_mm256_maskz_loadu_ps({_evex_mask8('n')}, p)",
-    gathern=(
-        f"_mm256_mmask_i32gather_ps(_mm256_setzero_ps(), {_evex_mask8('n')}, "
-        "_mm256_mullo_epi32(_mm256_set1_epi32((int)(s)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), "
-        "p, 4)"
-    ),
+    gathern=f"_mm256_mmask_i32gather_ps(_mm256_setzero_ps(), {_evex_mask8('n')}, {_STRIDE8}, p, 4)",
     loadeven=_even("_mm256_loadu_ps(p)", f"_mm256_maskz_loadu_ps({_evex_mask8('7')}, (p) + 8)"),
     loadevenn=_even(
         f"_mm256_maskz_loadu_ps({_evex_mask8('2 * (n) - 1')}, p)",
