@@ -366,6 +366,10 @@ class _KernelWriter:
             self._transpose_tiles(out, idx, loops, pair, top)
             return
 
+        if not interior and len(loops) >= 2 and self._gathers_rows(idx, loops[-1], top):
+            self._gather_rows(out, idx, loops, top)
+            return
+
         def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
             here = _substituted(idx, at)
             body = _Body(self, depth)
@@ -374,6 +378,33 @@ class _KernelWriter:
             out.append("    " * depth + f"out[{row_major(here, node.shape).c()}] = {v};")
 
         self._output_nest(out, loops, _numel(node.shape), interior, point)
+
+    def _gathers_rows(self, idx: Index, inner: tuple[str, int], top: bool) -> bool:
+        """Whether a gather in this kernel looks up its index once per row of the innermost
+        loop (an embedding lookup: the index is the token's, the row its features)."""
+        probe = _Body(self, 0, hoist=_Body(self, 0), inner=Var(*inner))
+        probe.value(self.k.node, idx, top=top)
+        return probe.hoisted > 0
+
+    def _gather_rows(
+        self, out: list[str], idx: Index, loops: list[tuple[str, int]], top: bool
+    ) -> None:
+        """The output loops with every gather index that is the same along the innermost
+        loop looked up, and bounds-checked, before that loop: the loop is then a plain
+        (vectorized) copy of rows.  Looked up per element, the bounds check's `err` kept
+        GCC's loop scalar: t5@8's 8x128x512 token embedding took 0.40 ms, 0.18 in ORT."""
+        node = self.g.nodes[self.k.node]
+        outer, (name, size) = loops[:-1], loops[-1]
+        depth = self._open(out, outer, 1, True, _numel(node.shape))
+        pre = _Body(self, depth)
+        body = _Body(self, depth + 1, hoist=pre, inner=Var(name, size))
+        v = body.value(self.k.node, idx, top=top)
+        out.extend(pre.lines)
+        out.append("    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
+        out.extend(body.lines)
+        out.append("    " * (depth + 1) + f"out[{row_major(idx, node.shape).c()}] = {v};")
+        out.append("    " * depth + "}")
+        self._close(out, outer, depth)
 
     def _element_loops(
         self,
@@ -567,6 +598,14 @@ class _KernelWriter:
                 )
             elif node.op in BINARY or node.op in UNARY or node.op in (Op.CAST, Op.WHERE):
                 stack.extend((s, at) for s in node.src)
+            elif node.op is Op.GATHER:
+                # The indices are read too; the data is read at a run-time offset along
+                # the axis, which is the same for every element of a row, so the row's
+                # affinity is the rest of its index (offset 0 stands in for it).
+                data, indices = node.src
+                ax, rank = node.arg, len(self.g.nodes[indices].shape)
+                stack.append((indices, at[ax : ax + rank]))
+                stack.append((data, (*at[:ax], Lin(), *at[ax + rank :])))
         return flats
 
     def _pad_source(self) -> int | None:
@@ -1058,6 +1097,17 @@ def _combine(node: Node, acc: str, v: str) -> tuple[str, str]:
     return cexpr.binary(Op.MAX, node.dtype, acc, v), red
 
 
+def _invariant(e: Lin, v: Var) -> bool:
+    """Whether `e` is computed from loop variables other than `v` alone (no run-time
+    index either: a gather's, which may be defined inside the loop over `v`)."""
+    for a, _ in e.terms:
+        if isinstance(a, Dyn) or a == v:
+            return False
+        if isinstance(a, (Div, Mod)) and not _invariant(a.x, v):
+            return False
+    return True
+
+
 def _substituted(idx: Index, at: dict[Var, Lin]) -> Index:
     return tuple(e.substitute(at) for e in idx)
 
@@ -1077,8 +1127,19 @@ def _numel(shape: tuple[int, ...]) -> int:
 class _Body:
     """Statements computing values at one point of a loop nest, memoized by (node, index)."""
 
-    def __init__(self, w: _KernelWriter, depth: int, given: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        w: _KernelWriter,
+        depth: int,
+        given: dict[int, str] | None = None,
+        hoist: _Body | None = None,
+        inner: Var | None = None,
+    ) -> None:
         self.w = w
+        # Where a gather whose index does not move with loop `inner` looks it up: the body
+        # of the loops around that one (`_KernelWriter._gather_rows`).
+        self.hoist, self.inner = hoist, inner
+        self.hoisted = 0  # gathers looked up in `hoist`
         self.ind = "    " * depth
         self.lines: list[str] = []
         self.memo: dict[tuple[int, Index], str] = {}
@@ -1147,14 +1208,20 @@ class _Body:
             data, indices = node.src
             rank = len(g.nodes[indices].shape)
             ax = node.arg
-            iv = self.value(indices, idx[ax : ax + rank])
+            at = idx[ax : ax + rank]
+            look = self
+            if self.hoist is not None and self.inner is not None:
+                if all(_invariant(e, self.inner) for e in at):
+                    look = self.hoist
+                    self.hoisted += 1
+            iv = look.value(indices, at)
             n = g.nodes[data].shape[ax]
             gname = w.fresh("g")
             w.uses_err = True
-            self.gathers += 1
-            self.lines.append(f"{self.ind}int64_t {gname} = (int64_t){iv};")
-            self.lines.append(
-                f"{self.ind}if ({gname} < 0 || {gname} >= {n}) {{ err = 1; {gname} = 0; }}"
+            look.gathers += 1
+            look.lines.append(f"{look.ind}int64_t {gname} = (int64_t){iv};")
+            look.lines.append(
+                f"{look.ind}if ({gname} < 0 || {gname} >= {n}) {{ err = 1; {gname} = 0; }}"
             )
             didx = (*idx[:ax], Lin.of(Dyn(gname, n)), *idx[ax + rank :])
             return self.value(data, didx)
