@@ -10,7 +10,15 @@ The repository root is this package; `cli/`, `compiler/`, `integrations/`, `lice
 `metering/` and `references/` install as `luminal.cli`, `luminal.compiler`, ...
 """
 
+import os
 from typing import Any
+
+# ONNX Runtime (1.29 on) records telemetry on Linux in one SQLite file under
+# ~/.cache/Microsoft/DeveloperTools that every process using it shares.  luminal runs ORT
+# as its oracle and baseline, often in several processes at once (bench arms, test
+# workers), and an appliance for air-gapped sites must not have its baselines collect
+# usage data: off unless the user sets the variable (docs/benchmarking.md).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from luminal._version import __version__
 from luminal.compiler.runtime import Session, load

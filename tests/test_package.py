@@ -46,3 +46,37 @@ def test_console_script() -> None:
     assert exe.is_file()
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.strip() == f"luminal {luminal.__version__}"
+
+
+_ORT_SESSION = """
+import luminal, os, onnxruntime as ort
+from onnx import TensorProto, helper
+g = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["y"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+print(os.environ["ORT_DISABLE_TELEMETRY"])
+"""
+
+
+def test_onnx_runtime_telemetry_is_off_unless_the_user_chose(tmp_path: Path) -> None:
+    """ORT's telemetry file in the home folder is never written by a process that imported
+    luminal first, and a user's own setting of the variable is kept."""
+    import os
+
+    for setting, want, writes in ((None, "1", False), ("0", "0", True)):
+        home = tmp_path / f"home-{setting}"
+        env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+        env["HOME"] = str(home)
+        if setting is not None:
+            env["ORT_DISABLE_TELEMETRY"] = setting
+        out = subprocess.run(
+            [sys.executable, "-c", _ORT_SESSION], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == [want]
+        assert (home / ".cache" / "Microsoft").exists() == writes
