@@ -67,7 +67,8 @@ def plans(graph: Graph, cl: ContractionLoops, most: int = 3) -> tuple[Contractio
     """Up to `most` orientations of the register tile, best first by a rule of thumb.
 
     The first is the default: an `n` that Y reads contiguously or that packing makes
-    contiguous, with an `m`, the longest such `n`, and the longest `m`.  The others are
+    contiguous, with an `m`, the longest such `n` (on a tie, one the output is stored
+    along: attention's Q.K^T, where neither operand is), and the longest `m`.  The others are
     the same `n` with the `m` along which the output is contiguous, and the next-best
     distinct `n`: which one runs faster depends on what the rule cannot see (how the output
     is stored, how long the reduction is), so the search measures them; a convolution's
@@ -84,7 +85,11 @@ def plans(graph: Graph, cl: ContractionLoops, most: int = 3) -> tuple[Contractio
             packable = graph.nodes[yb].op is Op.CONST
             ms = [m for m in outs if m != n and x.coeff(m) != 0 and y.coeff(m) == 0]
             unit = abs(y.coeff(n)) == 1
-            score = (unit or packable, bool(ms), n.size, unit)
+            # Last, on a tie: an n along which the output is stored contiguously, so a
+            # register tile's rows are stored as vectors (attention's Q.K^T reads both
+            # operands along k: by n = key, not query, no transposed store).
+            stored_n = bool(ms) and abs(cl.out.coeff(n)) == 1
+            score = (unit or packable, bool(ms), n.size, unit, stored_n)
             longest = max(ms, key=lambda v: v.size, default=None)
             stored = [m for m in ms if abs(cl.out.coeff(m)) == 1 and m != longest]
             scored.append((score, (longest, *stored[:1]), n, swap))
