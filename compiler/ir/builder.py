@@ -28,6 +28,11 @@ from luminal.errors import GraphError
 
 #: Integer constants up to this many elements may be created by folding regardless of growth.
 FOLD_SMALL = 4096
+#: A gather of constants (a table read at constant positions: T5's relative position bias,
+#: 32 x 8 buckets read at 128 x 128 positions) is folded up to this many elements: each
+#: run would write what it reads as a weight, and folded its consumers read it in their
+#: own layout (the heads-first permute folded in) rather than through a transpose.
+FOLD_GATHER = 1 << 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +268,8 @@ class GraphBuilder:
                 # (a broadcast scalar counts as one element); small integer tensors (shape
                 # arithmetic) may grow.  A broadcast float constant stays a free view.
                 biggest = max(base for _, base in folded)  # type: ignore[misc]
-                if numel(shape) <= biggest or (numel(shape) <= FOLD_SMALL and not dtype.is_float):
+                small = FOLD_GATHER if op is Op.GATHER else 0 if dtype.is_float else FOLD_SMALL
+                if numel(shape) <= max(biggest, small):
                     arrays = [a for a, _ in folded]  # type: ignore[misc]
                     return self.const(interpreter.eval_op(op, arg, shape, dtype, arrays))
         return self._add(Node(op, tuple(s.id for s in srcs), shape, dtype, arg))

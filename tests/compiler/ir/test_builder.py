@@ -63,6 +63,26 @@ def test_folding_does_not_materialise_broadcast_floats() -> None:
     np.testing.assert_array_equal(b.const_value(shape_math), [3, 3, 3, 3])
 
 
+def test_a_table_read_at_constant_positions_folds_up_to_fold_gather() -> None:
+    """T5's relative position bias: 32 x 8 buckets read at 128 x 128 positions is a
+    weight (its permute then folds too); a lookup bigger than FOLD_GATHER stays an op."""
+    from luminal.compiler.ir.builder import FOLD_GATHER
+
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((32, 8)).astype(np.float32)
+    buckets = rng.integers(0, 32, (128, 128)).astype(np.int64)
+    b = GraphBuilder()
+    bias = b.gather(b.const(table), b.const(buckets), 0)
+    assert b.is_const(bias)
+    np.testing.assert_array_equal(b.const_value(bias), table[buckets])
+    heads_first = b.permute(bias, (2, 0, 1))
+    assert b.is_const(heads_first)
+    np.testing.assert_array_equal(b.const_value(heads_first), table[buckets].transpose(2, 0, 1))
+    rows = FOLD_GATHER // 8 + 1  # one row of 8 too many
+    big = b.gather(b.const(table), b.const(np.zeros(rows, np.int64)), 0)
+    assert not b.is_const(big)
+
+
 def test_common_subexpressions_are_shared() -> None:
     b = GraphBuilder()
     x = b.input("x", (3,), DType.F32)
