@@ -352,10 +352,30 @@ def example_feeds(model: SuiteModel) -> dict[str, np.ndarray]:
 
 
 @contextlib.contextmanager
+def _native_stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 points at stderr while inside: what native code prints (the
+    TorchScript exporter logs the whole Torch IR graph when it gives up on GPT-2) stays out
+    of a benchmark's table on stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence the exporter's warnings and progress prints; no fused attention fast path."""
+    """Silence the exporter's warnings and progress prints (its native ones go to stderr);
+    no fused attention fast path."""
     fastpath = torch.backends.mha.get_fastpath_enabled()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        _native_stdout_to_stderr(),
+    ):
         warnings.simplefilter("ignore")
         # nn.MultiheadAttention's inference fast path is one fused op no exporter knows
         torch.backends.mha.set_fastpath_enabled(False)

@@ -60,3 +60,19 @@ def test_a_public_member_compiles_and_matches_onnxruntime(tmp_path: Path) -> Non
         result = compile_model(load(path), tmp_path / "m.lmnl", CompileOptions())
         got = luminal.load(result.path).run(feeds)
     np.testing.assert_allclose(next(iter(got.values())), _ort(path, feeds), rtol=1e-3, atol=1e-4)
+
+
+def test_what_native_code_prints_while_exporting_goes_to_stderr(capfd) -> None:  # type: ignore[no-untyped-def]
+    """The TorchScript exporter's native log (the whole Torch IR graph when it gives up on
+    GPT-2) must not land in the middle of a benchmark's table on stdout."""
+    import os
+
+    from benchmarks.models import _quiet
+
+    with _quiet():
+        os.write(1, b"native log\n")
+        print("python print")
+    os.write(1, b"table\n")
+    out, err = capfd.readouterr()
+    assert out == "table\n"
+    assert "native log" in err and "python print" not in out
