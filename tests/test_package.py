@@ -65,10 +65,11 @@ print(os.environ["ORT_DISABLE_TELEMETRY"])
 
 def test_onnx_runtime_telemetry_is_off_unless_the_user_chose(tmp_path: Path) -> None:
     """ORT's telemetry file in the home folder is never written by a process that imported
-    luminal first, and a user's own setting of the variable is kept."""
+    luminal first, and a user's own setting of the variable is kept (whether ORT then
+    writes is ORT's business: it also stays quiet where `CI` is set)."""
     import os
 
-    for setting, want, writes in ((None, "1", False), ("0", "0", True)):
+    for setting, want in ((None, "1"), ("0", "0")):
         home = tmp_path / f"home-{setting}"
         env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
         env["HOME"] = str(home)
@@ -79,4 +80,5 @@ def test_onnx_runtime_telemetry_is_off_unless_the_user_chose(tmp_path: Path) -> 
         )
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == [want]
-        assert (home / ".cache" / "Microsoft").exists() == writes
+        if setting is None:
+            assert not (home / ".cache" / "Microsoft").exists()
