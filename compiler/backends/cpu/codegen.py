@@ -392,7 +392,8 @@ class _KernelWriter:
         """The output loops with every gather index that is the same along the innermost
         loop looked up, and bounds-checked, before that loop: the loop is then a plain
         (vectorized) copy of rows.  Looked up per element, the bounds check's `err` kept
-        GCC's loop scalar: t5@8's 8x128x512 token embedding took 0.40 ms, 0.18 in ORT."""
+        GCC's loop scalar: t5@8's 8x128x512 token embedding took 0.40 ms, once per row 0.08
+        (ONNX Runtime 0.18)."""
         node = self.g.nodes[self.k.node]
         outer, (name, size) = loops[:-1], loops[-1]
         depth = self._open(out, outer, 1, True, _numel(node.shape))
