@@ -366,8 +366,7 @@ class _KernelWriter:
             self._transpose_tiles(out, idx, loops, pair, top)
             return
 
-        if not interior and len(loops) >= 2 and self._gathers_rows(idx, loops[-1], top):
-            self._gather_rows(out, idx, loops, top)
+        if not interior and len(loops) >= 2 and self._gather_rows(out, idx, loops, top):
             return
 
         def point(out: list[str], depth: int, at: dict[Var, Lin]) -> None:
@@ -379,33 +378,32 @@ class _KernelWriter:
 
         self._output_nest(out, loops, _numel(node.shape), interior, point)
 
-    def _gathers_rows(self, idx: Index, inner: tuple[str, int], top: bool) -> bool:
-        """Whether a gather in this kernel looks up its index once per row of the innermost
-        loop (an embedding lookup: the index is the token's, the row its features)."""
-        probe = _Body(self, 0, hoist=_Body(self, 0), inner=Var(*inner))
-        probe.value(self.k.node, idx, top=top)
-        return probe.hoisted > 0
-
     def _gather_rows(
         self, out: list[str], idx: Index, loops: list[tuple[str, int]], top: bool
-    ) -> None:
+    ) -> bool:
         """The output loops with every gather index that is the same along the innermost
         loop looked up, and bounds-checked, before that loop: the loop is then a plain
-        (vectorized) copy of rows.  Looked up per element, the bounds check's `err` kept
-        GCC's loop scalar: t5@8's 8x128x512 token embedding took 0.40 ms, once per row 0.08
-        (ONNX Runtime 0.18)."""
+        (vectorized) copy of rows (an embedding lookup: the index is the token's, the row
+        its features).  False, and nothing written, where no gather's index is.  Looked up
+        per element, the bounds check's `err` kept GCC's loop scalar: t5@8's 8x128x512
+        token embedding took 0.40 ms, once per row 0.08 (ONNX Runtime 0.18)."""
         node = self.g.nodes[self.k.node]
         outer, (name, size) = loops[:-1], loops[-1]
-        depth = self._open(out, outer, 1, True, _numel(node.shape))
+        depth = 1 + len(outer)  # where `_open` leaves the body of the outer loops
         pre = _Body(self, depth)
         body = _Body(self, depth + 1, hoist=pre, inner=Var(name, size))
         v = body.value(self.k.node, idx, top=top)
+        if not body.hoisted:
+            return False
+        opened = self._open(out, outer, 1, True, _numel(node.shape))
+        assert opened == depth
         out.extend(pre.lines)
         out.append("    " * depth + f"for (int64_t {name} = 0; {name} < {size}; {name}++) {{")
         out.extend(body.lines)
         out.append("    " * (depth + 1) + f"out[{row_major(idx, node.shape).c()}] = {v};")
         out.append("    " * depth + "}")
         self._close(out, outer, depth)
+        return True
 
     def _element_loops(
         self,
